@@ -1,0 +1,2 @@
+//! The droidmesh binary.
+fn main() {}

@@ -1,0 +1,1 @@
+//! A simulated Android device that speaks the device side of the ADB protocol over TCP.

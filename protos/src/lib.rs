@@ -1,0 +1,25 @@
+//! The droidmesh v1 gRPC contract: messages, clients and server traits for every service, the
+//! encoded descriptor set for reflection, and conversions between JSON and protobuf `Struct`.
+
+pub mod v1 {
+    #![allow(clippy::all, missing_docs)]
+    tonic::include_proto!("droidmesh.v1");
+}
+
+mod json;
+
+pub use json::{json_to_struct, json_to_value, struct_to_json, value_to_json};
+
+/// Encoded `FileDescriptorSet` of every droidmesh proto, for gRPC reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/droidmesh_descriptor.bin"));
+
+/// Fully qualified gRPC service names, as health checks and reflection know them.
+pub mod service_names {
+    pub const DEVICE: &str = "droidmesh.v1.DeviceService";
+    pub const MANAGER: &str = "droidmesh.v1.ManagerService";
+    pub const EXECUTOR: &str = "droidmesh.v1.ExecutorService";
+    pub const SCRIPTER: &str = "droidmesh.v1.ScripterService";
+    pub const TEXT_MANIPULATOR: &str = "droidmesh.v1.TextManipulatorService";
+    pub const GATEWAY: &str = "droidmesh.v1.Gateway";
+}

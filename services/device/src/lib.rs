@@ -1,0 +1,1 @@
+//! The device service: DeviceService over adb_client, with leases, UI state and screenshots.
