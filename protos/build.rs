@@ -17,7 +17,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={file}");
     }
     let fds = protox::compile(FILES, ["."])?;
-    std::fs::write(out_dir.join("droidmesh_descriptor.bin"), fds.encode_to_vec())?;
+    std::fs::write(
+        out_dir.join("droidmesh_descriptor.bin"),
+        fds.encode_to_vec(),
+    )?;
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)

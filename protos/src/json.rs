@@ -82,7 +82,8 @@ mod tests {
 
     #[test]
     fn round_trips_nested_json() {
-        let original = json!({"x": 540, "ok": true, "name": "Wi-Fi", "list": [1.5, null, {"a": "b"}]});
+        let original =
+            json!({"x": 540, "ok": true, "name": "Wi-Fi", "list": [1.5, null, {"a": "b"}]});
         let back = struct_to_json(&json_to_struct(&original));
         assert_eq!(back, original);
     }

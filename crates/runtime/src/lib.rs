@@ -1,1 +1,16 @@
-//! What every droidmesh service repeats: config loading, telemetry, the server bootstrap and the gRPC client stack.
+//! What every droidmesh service repeats: config loading with environment overrides, telemetry
+//! with optional OTLP export, the gRPC server bootstrap (health, reflection, trace context,
+//! graceful drain) and the gRPC client stack (timeouts, balancing, trace context).
+
+pub mod client;
+pub mod config;
+mod error;
+pub mod server;
+pub mod telemetry;
+pub mod trace_context;
+
+pub use client::{ClientOptions, TracedChannel, connect};
+pub use config::{ConfigSource, Validate, load_config};
+pub use error::{Result, RuntimeError};
+pub use server::{ServeOptions, serve, shutdown_signal};
+pub use telemetry::{Telemetry, TelemetryOptions, init_telemetry};

@@ -1,0 +1,142 @@
+//! The server bootstrap every droidmesh service uses: gRPC health (per service and overall),
+//! reflection v1 and v1alpha, a trace-context span per RPC, and a graceful drain with a
+//! deadline on shutdown.
+use crate::error::{Result, RuntimeError};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::Routes;
+use tonic_health::ServingStatus;
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Short name used in logs and spans ("device", "gateway", ...).
+    pub name: String,
+    /// Fully qualified gRPC service names reported as SERVING by the health service.
+    pub services: Vec<String>,
+    /// How long in-flight RPCs may run after shutdown is requested.
+    pub drain_timeout: Duration,
+}
+
+impl ServeOptions {
+    pub fn new(name: &str, services: &[&str]) -> Self {
+        Self {
+            name: name.to_owned(),
+            services: services.iter().map(|s| (*s).to_owned()).collect(),
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Binds a TCP listener, naming the address on failure.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| RuntimeError::Bind {
+            addr: addr.to_string(),
+            source: e,
+        })
+}
+
+/// Serves `routes` plus health and reflection on `listener` until `shutdown` resolves, then
+/// reports NOT_SERVING, stops accepting, and waits up to the drain timeout for in-flight RPCs.
+pub async fn serve<F>(
+    listener: TcpListener,
+    routes: Routes,
+    opts: ServeOptions,
+    shutdown: F,
+) -> Result<()>
+where
+    F: Future<Output = ()> + Send,
+{
+    let server_err = |message: String| RuntimeError::Server {
+        name: opts.name.clone(),
+        message,
+    };
+    let (reporter, health) = tonic_health::server::health_reporter();
+    reporter
+        .set_service_status("", ServingStatus::Serving)
+        .await;
+    for service in &opts.services {
+        reporter
+            .set_service_status(service.as_str(), ServingStatus::Serving)
+            .await;
+    }
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(droidmesh_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| server_err(format!("reflection v1: {e}")))?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(droidmesh_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(|e| server_err(format!("reflection v1alpha: {e}")))?;
+
+    let local = listener.local_addr().ok();
+    let span_name = opts.name.clone();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let router = tonic::transport::Server::builder()
+        .trace_fn(move |req| crate::trace_context::server_span(&span_name, req))
+        .add_routes(routes)
+        .add_service(health)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha);
+    let serving = router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+        let _ = stop_rx.await;
+    });
+    tokio::pin!(serving);
+    tracing::info!(service = %opts.name, addr = ?local, "serving");
+
+    tokio::select! {
+        result = &mut serving => {
+            return result.map_err(|e| server_err(e.to_string()));
+        }
+        () = shutdown => {}
+    }
+    tracing::info!(service = %opts.name, "shutting down: draining in-flight calls");
+    reporter
+        .set_service_status("", ServingStatus::NotServing)
+        .await;
+    for service in &opts.services {
+        reporter
+            .set_service_status(service.as_str(), ServingStatus::NotServing)
+            .await;
+    }
+    let _ = stop_tx.send(());
+    match tokio::time::timeout(opts.drain_timeout, serving).await {
+        Ok(result) => result.map_err(|e| server_err(e.to_string())),
+        Err(_) => {
+            tracing::warn!(
+                service = %opts.name,
+                timeout = ?opts.drain_timeout,
+                "drain deadline passed; closing remaining calls"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

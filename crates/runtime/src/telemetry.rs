@@ -1,0 +1,135 @@
+//! Tracing setup: human-readable or JSON logs to stderr, and OTLP span export when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set. W3C trace context is the global propagator.
+use crate::error::{Result, RuntimeError};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// Targets that must never feed the exporter (it would trace its own exports).
+const QUIET: &str = "h2=warn,hyper=warn,hyper_util=warn,tower=warn,tonic=warn,reqwest=warn,rustls=warn,opentelemetry=warn,opentelemetry_sdk=warn";
+
+#[derive(Debug, Clone)]
+pub struct TelemetryOptions {
+    /// `service.name` of exported spans.
+    pub service_name: String,
+    /// Filter used when `RUST_LOG` is not set.
+    pub default_filter: String,
+    /// Log as JSON lines instead of text.
+    pub json: bool,
+    /// OTLP endpoint; `None` reads `OTEL_EXPORTER_OTLP_ENDPOINT`, empty disables export.
+    pub otlp_endpoint: Option<String>,
+}
+
+impl TelemetryOptions {
+    pub fn new(service_name: &str) -> Self {
+        Self {
+            service_name: service_name.to_owned(),
+            default_filter: "info".to_owned(),
+            json: false,
+            otlp_endpoint: None,
+        }
+    }
+}
+
+/// Keeps the exporter alive; flushes and shuts it down on `shutdown` or drop.
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Whether spans are exported over OTLP.
+    pub fn exporting(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Flushes pending spans and stops the exporter.
+    pub fn shutdown(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Err(e) = provider.shutdown()
+        {
+            eprintln!("telemetry: shutdown failed: {e}");
+        }
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Installs the global subscriber. Safe to call more than once (later calls keep the first
+/// subscriber, which matters when several services share one process).
+pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let filter = || {
+        let base = std::env::var("RUST_LOG").unwrap_or_else(|_| opts.default_filter.clone());
+        EnvFilter::try_new(format!("{base},{QUIET}"))
+            .or_else(|_| EnvFilter::try_new(format!("info,{QUIET}")))
+            .map_err(|e| RuntimeError::Telemetry(e.to_string()))
+    };
+    let endpoint = opts
+        .otlp_endpoint
+        .clone()
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+        .filter(|e| !e.trim().is_empty());
+
+    let provider = match endpoint {
+        Some(endpoint) => Some(build_provider(&opts.service_name, &endpoint)?),
+        None => None,
+    };
+    let otel_layer = provider.as_ref().map(|p| {
+        tracing_opentelemetry::layer()
+            .with_tracer(p.tracer("droidmesh"))
+            .with_filter(filter().unwrap_or_else(|_| EnvFilter::new("info")))
+    });
+    let fmt_layer = if opts.json {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .compact()
+            .boxed()
+    };
+    let installed = tracing_subscriber::registry()
+        .with(fmt_layer.with_filter(filter()?))
+        .with(otel_layer)
+        .try_init()
+        .is_ok();
+    if installed {
+        if let Some(p) = &provider {
+            opentelemetry::global::set_tracer_provider(p.clone());
+        }
+        Ok(Telemetry { provider })
+    } else {
+        // Another service in this process set the subscriber up already.
+        if let Some(p) = provider {
+            let _ = p.shutdown();
+        }
+        Ok(Telemetry::default())
+    }
+}
+
+fn build_provider(service_name: &str, endpoint: &str) -> Result<SdkTracerProvider> {
+    use opentelemetry_otlp::WithExportConfig;
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_endpoint(endpoint)
+        .build()
+        .map_err(|e| RuntimeError::Telemetry(format!("otlp exporter for {endpoint}: {e}")))?;
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(service_name.to_owned())
+        .build();
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build())
+}

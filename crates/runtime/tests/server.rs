@@ -1,0 +1,144 @@
+//! Health, reflection, drain and trace-context propagation, with real gRPC clients.
+use droidmesh_runtime::{ClientOptions, ServeOptions, connect, serve};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tonic::service::Routes;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_reflection::pb::v1::ServerReflectionRequest;
+use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+use tracing_subscriber::layer::SubscriberExt;
+
+async fn start(
+    services: &[&str],
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<droidmesh_runtime::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let mut opts = ServeOptions::new("test", services);
+    opts.drain_timeout = Duration::from_secs(2);
+    let handle = tokio::spawn(serve(listener, Routes::default(), opts, async {
+        let _ = rx.await;
+    }));
+    (addr, tx, handle)
+}
+
+#[tokio::test]
+async fn health_reports_each_service_and_drains_on_shutdown() {
+    let (addr, stop, handle) = start(&[droidmesh_proto::service_names::DEVICE]).await;
+    let channel = connect(&addr, &ClientOptions::default()).unwrap();
+    let mut health = HealthClient::new(channel);
+    for service in ["", droidmesh_proto::service_names::DEVICE] {
+        let status = health
+            .check(HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status;
+        assert_eq!(status, ServingStatus::Serving as i32, "service {service:?}");
+    }
+    let unknown = health
+        .check(HealthCheckRequest {
+            service: "droidmesh.v1.Nope".to_owned(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+
+    stop.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), handle)
+        .await
+        .expect("server stops within the drain timeout")
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
+}
+
+#[tokio::test]
+async fn reflection_lists_droidmesh_services_v1() {
+    let (addr, stop, _handle) = start(&[]).await;
+    let channel = connect(&addr, &ClientOptions::default()).unwrap();
+    let mut client = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = client
+        .server_reflection_info(tokio_stream::iter(vec![request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = stream.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
+        panic!("unexpected reflection response: {response:?}");
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    for expected in [
+        "droidmesh.v1.Gateway",
+        "droidmesh.v1.DeviceService",
+        "droidmesh.v1.ExecutorService",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn trace_context_crosses_the_hop() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+
+    let (addr, stop, _handle) = start(&[]).await;
+    let channel = connect(&addr, &ClientOptions::default()).unwrap();
+    let mut health = HealthClient::new(channel);
+    let client_span = tracing::info_span!("client_call");
+    let traceparent = {
+        let _enter = client_span.enter();
+        droidmesh_runtime::trace_context::current_traceparent()
+    };
+    let traceparent = traceparent.expect("client span has a trace context");
+    let call = health.check(HealthCheckRequest {
+        service: String::new(),
+    });
+    tracing::Instrument::instrument(call, client_span.clone())
+        .await
+        .unwrap();
+    drop(client_span);
+    let _ = stop.send(());
+    provider.force_flush().unwrap();
+
+    let trace_id = traceparent.split('-').nth(1).unwrap().to_owned();
+    let spans = exporter.get_finished_spans().unwrap();
+    let server = spans
+        .iter()
+        .find(|s| s.name.contains("grpc.health.v1.Health/Check"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no server span among {:?}",
+                spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+            )
+        });
+    assert_eq!(server.span_context.trace_id().to_string(), trace_id);
+}
