@@ -1,1 +1,242 @@
-//! A simulated Android device that speaks the device side of the ADB protocol over TCP.
+//! droidmesh-sim: simulated Android phones that speak the device side of the ADB protocol over
+//! TCP, so a real adb server attaches them with `adb connect HOST:PORT` exactly like a phone on
+//! TCP debugging. Apps are data ([`apps`]); screens are laid out, dumped as uiautomator XML
+//! and drawn as PNG from the same view tree; ground truth is read as on a phone
+//! (`settings get global wifi_on`, `cat /sdcard/Notes/note.txt`).
+pub mod apps;
+mod conn;
+pub mod device;
+pub mod fs;
+mod layout;
+pub mod render;
+pub mod shell;
+mod sync;
+pub mod testkit;
+pub mod view;
+pub mod wire;
+mod xml;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use apps::AppSet;
+use device::Device;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("app definitions are not usable: {0}")]
+    Apps(String),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid options: {0}")]
+    Options(String),
+}
+
+/// Where and how many simulated devices to run.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    pub host: IpAddr,
+    /// Port of the first device; the others follow it. 0 gives every device an ephemeral port.
+    pub base_port: u16,
+    pub devices: usize,
+    /// A TOML app set to use instead of the embedded one.
+    pub apps_file: Option<PathBuf>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self {
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            base_port: 5555,
+            devices: 1,
+            apps_file: None,
+        }
+    }
+}
+
+/// Most devices one fleet runs.
+pub const MAX_DEVICES: usize = 256;
+
+/// One running simulated device.
+#[derive(Debug, Clone)]
+pub struct SimDevice {
+    pub addr: SocketAddr,
+    pub state: Arc<Mutex<Device>>,
+}
+
+impl SimDevice {
+    /// Runs a shell command on the device directly (no ADB), as `adb shell` would.
+    pub fn shell(&self, command: &str) -> shell::Output {
+        shell::run(&self.state, command)
+    }
+}
+
+/// Running devices; dropping it (or [`SimFleet::shutdown`]) stops them and closes their
+/// connections.
+#[derive(Debug)]
+pub struct SimFleet {
+    devices: Vec<SimDevice>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl SimFleet {
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.devices.iter().map(|d| d.addr).collect()
+    }
+
+    pub fn devices(&self) -> &[SimDevice] {
+        &self.devices
+    }
+
+    /// Stops every device and waits for its listener to close.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for SimFleet {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The banner a device sends in its CNXN: `adb devices -l` shows these fields.
+fn banner() -> Arc<str> {
+    Arc::from(
+        "device::ro.product.name=droidmesh_sim;ro.product.model=DroidMesh_Sim;ro.product.device=sim;features=shell_v2,cmd,stat_v2",
+    )
+}
+
+/// Starts the devices and returns once all of them listen.
+pub async fn start(opts: SimOptions) -> Result<SimFleet, SimError> {
+    if opts.devices == 0 || opts.devices > MAX_DEVICES {
+        return Err(SimError::Options(format!(
+            "devices must be 1..={MAX_DEVICES}, got {}",
+            opts.devices
+        )));
+    }
+    let apps = match &opts.apps_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| SimError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            AppSet::from_toml(&text)?
+        }
+        None => AppSet::default_set()?,
+    };
+    let apps = Arc::new(apps);
+    let (stop, _) = watch::channel(false);
+    let mut fleet = SimFleet {
+        devices: Vec::new(),
+        stop,
+        tasks: Vec::new(),
+    };
+    for i in 0..opts.devices {
+        let port = if opts.base_port == 0 {
+            0
+        } else {
+            u16::try_from(usize::from(opts.base_port) + i).map_err(|_| {
+                SimError::Options(format!("port {} + {i} is past 65535", opts.base_port))
+            })?
+        };
+        let addr = SocketAddr::new(opts.host, port);
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| SimError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| SimError::Bind { addr, source })?;
+        let serial = format!("droidmesh-sim-{}", addr.port());
+        let state = Arc::new(Mutex::new(Device::new(apps.clone(), &serial)));
+        let task = tokio::spawn(accept_loop(listener, state.clone(), fleet.stop.subscribe()));
+        fleet.devices.push(SimDevice { addr, state });
+        fleet.tasks.push(task);
+    }
+    Ok(fleet)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<Mutex<Device>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let banner = banner();
+    let mut conns: Vec<JoinHandle<()>> = Vec::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    conns.retain(|c| !c.is_finished());
+                    conns.push(tokio::spawn(conn::serve(stream, state.clone(), banner.clone(), stop.clone())));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = stop.changed() => break,
+        }
+    }
+    for c in conns {
+        c.abort();
+    }
+}
+
+/// Runs devices until SIGINT or SIGTERM, printing how to attach them.
+pub async fn run_until_signal(opts: SimOptions) -> Result<(), SimError> {
+    let fleet = start(opts).await?;
+    for d in fleet.devices() {
+        println!(
+            "droidmesh-sim: device listening on {0} (attach it with: adb connect {0})",
+            d.addr
+        );
+    }
+    wait_for_signal().await;
+    println!("droidmesh-sim: stopping");
+    fleet.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        match term {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,285 @@
+//! The apps of a simulated device, as data: loaded from TOML (the default set is embedded),
+//! checked once at start so a bad file fails with a message rather than a broken screen.
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::SimError;
+
+/// The embedded default app set.
+pub const DEFAULT_APPS: &str = include_str!("../apps/default.toml");
+
+/// Every app of a device and the settings it starts with.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSet {
+    /// Initial values of `settings`, keyed `namespace:key`.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    pub apps: Vec<App>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct App {
+    pub package: String,
+    pub label: String,
+    /// Whether the launcher shows an icon for it.
+    #[serde(default = "yes")]
+    pub launcher: bool,
+    pub screens: Vec<Screen>,
+    /// Record sets that `list` widgets show, by name.
+    #[serde(default)]
+    pub data: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Screen {
+    pub id: String,
+    /// Activity class, `.Name` relative to the package or fully qualified.
+    pub activity: String,
+    #[serde(default)]
+    pub title: String,
+    /// Whether the screen has an app bar (the launcher has none).
+    #[serde(default = "yes")]
+    pub chrome: bool,
+    pub widgets: Vec<Widget>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Widget {
+    Text {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        text: String,
+        /// Show this field's value instead of `text`.
+        #[serde(default)]
+        field: String,
+    },
+    Row {
+        #[serde(default)]
+        id: String,
+        text: String,
+        #[serde(default)]
+        summary: String,
+        #[serde(default)]
+        goto: String,
+        #[serde(default)]
+        action: String,
+    },
+    Switch {
+        #[serde(default)]
+        id: String,
+        text: String,
+        #[serde(default)]
+        summary: String,
+        /// `namespace:key` of the setting the switch shows and flips.
+        setting: String,
+        #[serde(default = "one")]
+        on: String,
+        #[serde(default = "zero")]
+        off: String,
+    },
+    Edit {
+        id: String,
+        #[serde(default)]
+        hint: String,
+        #[serde(default = "one_line")]
+        lines: u32,
+        #[serde(default)]
+        password: bool,
+    },
+    Button {
+        #[serde(default)]
+        id: String,
+        text: String,
+        action: String,
+    },
+    List {
+        #[serde(default)]
+        id: String,
+        source: String,
+        text: String,
+        #[serde(default)]
+        summary: String,
+        #[serde(default)]
+        goto: String,
+    },
+    Grid,
+}
+
+fn one() -> String {
+    "1".into()
+}
+fn zero() -> String {
+    "0".into()
+}
+fn one_line() -> u32 {
+    1
+}
+
+/// What a button or row does when tapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Write the field's text to a file and report it in the `status` field.
+    Save {
+        field: String,
+        path: String,
+    },
+    /// Empty a field.
+    Clear {
+        field: String,
+    },
+    /// Append a field's text as a new line of another field, then empty it.
+    Append {
+        field: String,
+        target: String,
+    },
+    Back,
+}
+
+impl Action {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        match words.as_slice() {
+            ["save", field, path] => Ok(Self::Save {
+                field: (*field).into(),
+                path: (*path).into(),
+            }),
+            ["clear", field] => Ok(Self::Clear {
+                field: (*field).into(),
+            }),
+            ["append", field, target] => Ok(Self::Append {
+                field: (*field).into(),
+                target: (*target).into(),
+            }),
+            ["back"] => Ok(Self::Back),
+            _ => Err(format!(
+                "unknown action '{s}': expected 'save FIELD PATH', 'clear FIELD', 'append FIELD TARGET' or 'back'"
+            )),
+        }
+    }
+}
+
+impl AppSet {
+    /// Parses and checks an app set.
+    pub fn from_toml(text: &str) -> Result<Self, SimError> {
+        let set: Self = toml::from_str(text).map_err(|e| SimError::Apps(e.to_string()))?;
+        set.check().map_err(SimError::Apps)?;
+        Ok(set)
+    }
+
+    /// The embedded default apps.
+    pub fn default_set() -> Result<Self, SimError> {
+        Self::from_toml(DEFAULT_APPS)
+    }
+
+    /// Index of the app with this package.
+    pub fn app_index(&self, package: &str) -> Option<usize> {
+        self.apps.iter().position(|a| a.package == package)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self
+            .apps
+            .first()
+            .is_none_or(|a| !a.package.contains("launcher"))
+        {
+            return Err(
+                "the first app must be the launcher (a package containing 'launcher')".into(),
+            );
+        }
+        for key in self.settings.keys() {
+            split_setting(key)?;
+        }
+        for app in &self.apps {
+            let at = |what: String| format!("app {}: {what}", app.package);
+            if app.screens.is_empty() {
+                return Err(at("has no screens".into()));
+            }
+            for screen in &app.screens {
+                for w in &screen.widgets {
+                    let target = match w {
+                        Widget::Row { goto, action, .. } => {
+                            if !action.is_empty() {
+                                Action::parse(action).map_err(&at)?;
+                            }
+                            goto
+                        }
+                        Widget::List { goto, source, .. } => {
+                            if !app.data.contains_key(source) {
+                                return Err(at(format!(
+                                    "list source '{source}' is not in its data"
+                                )));
+                            }
+                            goto
+                        }
+                        Widget::Button { action, .. } => {
+                            Action::parse(action).map_err(&at)?;
+                            continue;
+                        }
+                        Widget::Switch { setting, .. } => {
+                            split_setting(setting).map_err(&at)?;
+                            continue;
+                        }
+                        _ => continue,
+                    };
+                    if !target.is_empty() && !app.screens.iter().any(|s| &s.id == target) {
+                        return Err(at(format!(
+                            "screen '{}' goes to unknown screen '{target}'",
+                            screen.id
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Splits `namespace:key`, checking the namespace.
+pub fn split_setting(s: &str) -> Result<(&str, &str), String> {
+    match s.split_once(':') {
+        Some((ns @ ("global" | "secure" | "system"), key)) if !key.is_empty() => Ok((ns, key)),
+        _ => Err(format!(
+            "setting '{s}' must be global:KEY, secure:KEY or system:KEY"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_apps_load_and_have_what_the_tests_need() {
+        let set = AppSet::default_set().unwrap();
+        let settings = &set.apps[set.app_index("com.android.settings").unwrap()];
+        assert!(
+            settings.screens[0].widgets.len() > 12,
+            "settings must scroll"
+        );
+        let contacts = &set.apps[set.app_index("com.android.contacts").unwrap()];
+        assert!(contacts.data["contacts"].len() >= 30);
+        assert!(set.app_index("com.droidmesh.notes").is_some());
+    }
+
+    #[test]
+    fn bad_app_files_are_refused_with_a_reason() {
+        let no_launcher = "[[apps]]\npackage = \"a.b\"\nlabel = \"A\"\n[[apps.screens]]\nid = \"m\"\nactivity = \".M\"\nwidgets = []\n";
+        let err = AppSet::from_toml(no_launcher).unwrap_err().to_string();
+        assert!(err.contains("launcher"), "{err}");
+        let bad_goto = DEFAULT_APPS.replace("goto = \"display\"", "goto = \"nowhere\"");
+        let err = AppSet::from_toml(&bad_goto).unwrap_err().to_string();
+        assert!(err.contains("nowhere"), "{err}");
+        assert!(AppSet::from_toml("apps = 3").is_err());
+        assert!(Action::parse("launch rockets").is_err());
+    }
+}

@@ -1,0 +1,404 @@
+//! The state of one simulated phone (screens, settings, fields, files, properties) and what
+//! touches and keys do to it. Everything here is deterministic: same inputs, same screens.
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::apps::{Action, AppSet};
+use crate::fs::Fs;
+use crate::layout;
+use crate::view::{NAV_BAR_TOP, Tap, View, WIDTH};
+
+/// One entry of the back stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    pub app: usize,
+    pub screen: usize,
+    /// The list record the screen was opened from.
+    pub item: Option<usize>,
+    pub scroll: i32,
+}
+
+#[derive(Debug)]
+pub struct Device {
+    pub apps: Arc<AppSet>,
+    pub props: BTreeMap<String, String>,
+    /// Settings keyed `namespace:key`.
+    pub settings: BTreeMap<String, String>,
+    pub fs: Fs,
+    /// Back stack; the launcher's home screen is always at the bottom.
+    pub stack: Vec<Frame>,
+    /// Text of editable fields and status lines, keyed by [`Device::field_key`].
+    pub fields: BTreeMap<String, String>,
+    /// Key of the focused field.
+    pub focus: Option<String>,
+    pub keyboard: bool,
+    /// The last screenshot and the dump it was drawn from.
+    pub shot_cache: Option<(String, Arc<Vec<u8>>)>,
+}
+
+/// Android key codes the simulator acts on.
+pub mod keycode {
+    pub const HOME: u32 = 3;
+    pub const BACK: u32 = 4;
+    pub const ENTER: u32 = 66;
+    pub const DEL: u32 = 67;
+    pub const SPACE: u32 = 62;
+    pub const TAB: u32 = 61;
+}
+
+impl Device {
+    pub fn new(apps: Arc<AppSet>, serial: &str) -> Self {
+        let mut props = BTreeMap::new();
+        for (k, v) in [
+            ("ro.product.model", "DroidMesh Sim"),
+            ("ro.product.name", "droidmesh_sim"),
+            ("ro.product.device", "sim"),
+            ("ro.product.manufacturer", "droidmesh"),
+            ("ro.product.brand", "droidmesh"),
+            ("ro.build.version.release", "14"),
+            ("ro.build.version.sdk", "34"),
+            ("ro.build.display.id", "DMSIM.240101.001"),
+            ("ro.build.type", "userdebug"),
+            (
+                "ro.build.fingerprint",
+                "droidmesh/sim/sim:14/DMSIM.240101.001/1:userdebug/test-keys",
+            ),
+            ("ro.sf.lcd_density", "420"),
+            ("ro.kernel.qemu", "0"),
+            ("sys.boot_completed", "1"),
+            ("persist.sys.locale", "en-US"),
+            ("sim.battery.level", "87"),
+        ] {
+            props.insert(k.to_owned(), v.to_owned());
+        }
+        props.insert("ro.serialno".into(), serial.to_owned());
+        let settings = apps.settings.clone();
+        Self {
+            apps,
+            props,
+            settings,
+            fs: Fs::new(),
+            stack: vec![Frame {
+                app: 0,
+                screen: 0,
+                item: None,
+                scroll: 0,
+            }],
+            fields: BTreeMap::new(),
+            focus: None,
+            keyboard: false,
+            shot_cache: None,
+        }
+    }
+
+    pub fn top(&self) -> Frame {
+        self.stack.last().copied().unwrap_or(Frame {
+            app: 0,
+            screen: 0,
+            item: None,
+            scroll: 0,
+        })
+    }
+
+    /// The key of field `id` on the current screen: per app, and per record for screens
+    /// opened from a list row.
+    pub fn field_key(&self, id: &str) -> String {
+        let top = self.top();
+        let package = self
+            .apps
+            .apps
+            .get(top.app)
+            .map_or("", |a| a.package.as_str());
+        match top.item {
+            Some(item) => format!("{package}/{id}#{item}"),
+            None => format!("{package}/{id}"),
+        }
+    }
+
+    pub fn view(&self) -> View {
+        layout::build(self)
+    }
+
+    /// Package and fully qualified activity of the screen in front.
+    pub fn focus_component(&self) -> (String, String) {
+        let top = self.top();
+        let Some(app) = self.apps.apps.get(top.app) else {
+            return (String::new(), String::new());
+        };
+        let activity = app
+            .screens
+            .get(top.screen)
+            .map_or("", |s| s.activity.as_str());
+        let full = if activity.starts_with('.') {
+            format!("{}{activity}", app.package)
+        } else {
+            activity.to_owned()
+        };
+        (app.package.clone(), full)
+    }
+
+    fn leave_screen(&mut self) {
+        self.focus = None;
+        self.keyboard = false;
+    }
+
+    pub fn home(&mut self) {
+        self.stack.truncate(1);
+        self.leave_screen();
+    }
+
+    pub fn back(&mut self) {
+        if self.keyboard {
+            self.keyboard = false;
+            return;
+        }
+        if self.stack.len() > 1 {
+            self.stack.pop();
+            self.leave_screen();
+        }
+    }
+
+    /// Brings `app` to the front at `screen` (its first screen unless an activity was named).
+    pub fn launch(&mut self, app: usize, screen: Option<usize>) {
+        if app == 0 {
+            self.home();
+            return;
+        }
+        let top = self.top();
+        let in_app = top.app == app;
+        match screen {
+            None if in_app => {}
+            Some(s) if in_app && top.screen == s => {}
+            _ => {
+                self.stack.truncate(1);
+                self.stack.push(Frame {
+                    app,
+                    screen: 0,
+                    item: None,
+                    scroll: 0,
+                });
+                if let Some(s) = screen.filter(|s| *s != 0) {
+                    self.stack.push(Frame {
+                        app,
+                        screen: s,
+                        item: None,
+                        scroll: 0,
+                    });
+                }
+                self.leave_screen();
+            }
+        }
+    }
+
+    pub fn tap(&mut self, x: i32, y: i32) {
+        if y >= NAV_BAR_TOP {
+            match x * 3 / WIDTH {
+                0 => self.back(),
+                1 => self.home(),
+                _ => {}
+            }
+            return;
+        }
+        let view = self.view();
+        let Some(node) = view.hit(x, y) else { return };
+        let tap = node.tap.clone();
+        match tap {
+            Tap::None => {}
+            Tap::Back => self.back(),
+            Tap::Launch(app) => self.launch(app, None),
+            Tap::Goto { screen, item } => {
+                let app = self.top().app;
+                self.stack.push(Frame {
+                    app,
+                    screen,
+                    item,
+                    scroll: 0,
+                });
+                self.leave_screen();
+            }
+            Tap::Toggle { setting, on, off } => {
+                let now = self.settings.get(&setting).cloned().unwrap_or_default();
+                let next = if now == on { off } else { on };
+                self.settings.insert(setting, next);
+            }
+            Tap::Focus(key) => {
+                self.focus = Some(key);
+                self.keyboard = true;
+            }
+            Tap::Action(action) => self.act(&action),
+        }
+    }
+
+    fn act(&mut self, action: &Action) {
+        match action {
+            Action::Back => self.back(),
+            Action::Clear { field } => {
+                let key = self.field_key(field);
+                self.fields.insert(key, String::new());
+            }
+            Action::Save { field, path } => {
+                let key = self.field_key(field);
+                let text = self.fields.get(&key).cloned().unwrap_or_default();
+                let status = match self.fs.write(path, text.into_bytes(), false) {
+                    Ok(()) => format!("Saved to {path}"),
+                    Err(e) => format!("Could not save: {e}"),
+                };
+                let status_key = self.field_key("status");
+                self.fields.insert(status_key, status);
+            }
+            Action::Append { field, target } => {
+                let key = self.field_key(field);
+                let text = self.fields.insert(key, String::new()).unwrap_or_default();
+                if !text.is_empty() {
+                    let target_key = self.field_key(target);
+                    let line = self.fields.entry(target_key).or_default();
+                    if !line.is_empty() {
+                        line.push('\n');
+                    }
+                    line.push_str(&text);
+                }
+            }
+        }
+    }
+
+    /// A press without movement held for `duration_ms`.
+    pub fn long_press(&mut self, x: i32, y: i32) {
+        // Long press focuses text fields (and selects nothing); elsewhere it does nothing.
+        let view = self.view();
+        if let Some(Tap::Focus(key)) = view.hit(x, y).map(|n| n.tap.clone()) {
+            self.focus = Some(key);
+            self.keyboard = true;
+        }
+    }
+
+    pub fn swipe(&mut self, x1: i32, y1: i32, x2: i32, y2: i32, duration_ms: u64) {
+        if (x2 - x1).abs() < 24 && (y2 - y1).abs() < 24 {
+            if duration_ms >= 400 {
+                self.long_press(x1, y1);
+            } else {
+                self.tap(x1, y1);
+            }
+            return;
+        }
+        let view = self.view();
+        if let Some((viewport, max)) = view.scroll
+            && viewport.contains(x1, y1)
+            && let Some(top) = self.stack.last_mut()
+        {
+            top.scroll = (top.scroll + (y1 - y2)).clamp(0, max);
+        }
+    }
+
+    /// Types into the focused field, as `input text` does (nothing happens without focus).
+    pub fn type_text(&mut self, text: &str) {
+        if let Some(key) = self.focused_field() {
+            self.fields.entry(key).or_default().push_str(text);
+        }
+    }
+
+    /// The focused field, if it is on the screen in front.
+    fn focused_field(&self) -> Option<String> {
+        let key = self.focus.clone()?;
+        let view = self.view();
+        view.nodes
+            .iter()
+            .any(|n| n.tap == Tap::Focus(key.clone()))
+            .then_some(key)
+    }
+
+    pub fn key(&mut self, code: u32) {
+        match code {
+            keycode::HOME => self.home(),
+            keycode::BACK => self.back(),
+            keycode::DEL => {
+                if let Some(key) = self.focused_field() {
+                    self.fields.entry(key).or_default().pop();
+                }
+            }
+            keycode::ENTER => self.type_text("\n"),
+            keycode::SPACE => self.type_text(" "),
+            keycode::TAB => self.type_text("\t"),
+            7..=16 => {
+                let digit = char::from(b'0' + u8::try_from(code - 7).unwrap_or(0));
+                self.type_text(&digit.to_string());
+            }
+            29..=54 => {
+                let letter = char::from(b'a' + u8::try_from(code - 29).unwrap_or(0));
+                self.type_text(&letter.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// Resolves `{prop:..}`, `{setting:ns:key}`, `{field:id}` and `{item:name}` in `text`,
+    /// items from the record the current screen was opened from.
+    pub fn expand(&self, text: &str) -> String {
+        self.expand_with(text, self.current_record())
+    }
+
+    /// The list record the screen in front was opened from.
+    fn current_record(&self) -> Option<&BTreeMap<String, String>> {
+        let top = self.top();
+        let i = top.item?;
+        let app = self.apps.apps.get(top.app)?;
+        let below = self.stack.iter().rev().nth(1)?;
+        let source = app
+            .screens
+            .get(below.screen)?
+            .widgets
+            .iter()
+            .find_map(|w| match w {
+                crate::apps::Widget::List { source, .. } => Some(source),
+                _ => None,
+            })?;
+        app.data.get(source)?.get(i)
+    }
+
+    /// [`Device::expand`] with `{item:..}` taken from `record`.
+    pub fn expand_with(&self, text: &str, record: Option<&BTreeMap<String, String>>) -> String {
+        if !text.contains('{') {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                out.push_str(&rest[open..]);
+                return out;
+            };
+            let name = &after[..close];
+            let value = if let Some(p) = name.strip_prefix("prop:") {
+                self.props.get(p).cloned().unwrap_or_default()
+            } else if let Some(s) = name.strip_prefix("setting:") {
+                self.settings
+                    .get(s)
+                    .cloned()
+                    .unwrap_or_else(|| "null".into())
+            } else if let Some(f) = name.strip_prefix("field:") {
+                self.fields
+                    .get(&self.field_key(f))
+                    .cloned()
+                    .unwrap_or_default()
+            } else if let Some(f) = name.strip_prefix("item:") {
+                record.and_then(|r| r.get(f)).cloned().unwrap_or_default()
+            } else {
+                format!("{{{name}}}")
+            };
+            out.push_str(&value);
+            rest = &after[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The record of list `source` at `index` in the current app.
+    pub fn records(&self, source: &str) -> &[BTreeMap<String, String>] {
+        self.apps
+            .apps
+            .get(self.top().app)
+            .and_then(|a| a.data.get(source))
+            .map_or(&[], Vec::as_slice)
+    }
+}

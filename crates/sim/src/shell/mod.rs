@@ -1,0 +1,429 @@
+//! The device's shell: runs a command line against the simulated phone and returns stdout,
+//! stderr and the exit code, as `/system/bin/sh` would. Unknown commands answer like a phone
+//! (`inaccessible or not found`, exit 127); nothing here blocks for longer than a capped
+//! `sleep`.
+mod android;
+pub mod parse;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::device::Device;
+use crate::fs::Kind;
+use parse::{Join, Part, Redirect, Word};
+
+/// What a command printed and how it ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Output {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub code: i32,
+}
+
+impl Output {
+    pub fn ok(stdout: impl Into<Vec<u8>>) -> Self {
+        Self {
+            stdout: stdout.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn fail(code: i32, stderr: impl Into<String>) -> Self {
+        let mut e = stderr.into().into_bytes();
+        if !e.ends_with(b"\n") {
+            e.push(b'\n');
+        }
+        Self {
+            stderr: e,
+            code,
+            ..Self::default()
+        }
+    }
+
+    /// Output the way `shell:` (v1) delivers it: stderr mixed into stdout.
+    pub fn merged(mut self) -> Vec<u8> {
+        self.stdout.extend_from_slice(&self.stderr);
+        self.stdout
+    }
+}
+
+/// Longest `sleep` the shell honours.
+pub const MAX_SLEEP: Duration = Duration::from_secs(10);
+
+/// Runs a whole command line. Blocking (a `sleep` sleeps): call it off the async workers.
+pub fn run(device: &Mutex<Device>, line: &str) -> Output {
+    let pipelines = match parse::parse(line) {
+        Ok(p) => p,
+        Err(e) => return Output::fail(2, format!("/system/bin/sh: {e}")),
+    };
+    let mut total = Output::default();
+    let mut status = 0;
+    for p in pipelines {
+        let skip = match p.join {
+            Join::Always => false,
+            Join::And => status != 0,
+            Join::Or => status == 0,
+        };
+        if skip {
+            continue;
+        }
+        let mut stdin: Vec<u8> = Vec::new();
+        let mut last = Output::default();
+        for cmd in &p.commands {
+            let words: Vec<String> = cmd.words.iter().map(|w| expand(w, status)).collect();
+            last = run_simple(
+                device,
+                &words,
+                &cmd.redirects,
+                std::mem::take(&mut stdin),
+                status,
+            );
+            total.stderr.append(&mut last.stderr);
+            stdin = std::mem::take(&mut last.stdout);
+        }
+        total.stdout.append(&mut stdin);
+        status = last.code;
+    }
+    total.code = status;
+    total
+}
+
+fn expand(word: &Word, status: i32) -> String {
+    let mut s = String::new();
+    for part in word {
+        match part {
+            Part::Lit(l) => s.push_str(l),
+            Part::Var(v) => s.push_str(&match v.as_str() {
+                "?" => status.to_string(),
+                "EXTERNAL_STORAGE" => "/sdcard".into(),
+                "HOME" => "/".into(),
+                "PATH" => {
+                    "/product/bin:/apex/com.android.runtime/bin:/system/bin:/system/xbin".into()
+                }
+                "ANDROID_DATA" => "/data".into(),
+                _ => String::new(),
+            }),
+        }
+    }
+    s
+}
+
+fn lock(device: &Mutex<Device>) -> std::sync::MutexGuard<'_, Device> {
+    device.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn run_simple(
+    device: &Mutex<Device>,
+    words: &[String],
+    redirects: &[Redirect],
+    mut stdin: Vec<u8>,
+    status: i32,
+) -> Output {
+    for r in redirects {
+        if let Redirect::In { path } = r {
+            let path = expand(path, status);
+            match lock(device).fs.read(&path) {
+                Ok(data) => stdin = data.to_vec(),
+                Err(e) => return Output::fail(1, format!("/system/bin/sh: {e}")),
+            }
+        }
+    }
+    let mut out = match words.split_first() {
+        None => Output::default(),
+        Some((cmd, args)) if cmd == "sleep" => sleep(args),
+        Some((cmd, args)) => command(&mut lock(device), cmd, args, stdin),
+    };
+    for r in redirects {
+        let result = match r {
+            Redirect::ErrToOut => {
+                let mut e = std::mem::take(&mut out.stderr);
+                out.stdout.append(&mut e);
+                Ok(())
+            }
+            Redirect::Out { path, append } => {
+                let path = expand(path, status);
+                if path == "/dev/null" {
+                    out.stdout.clear();
+                    Ok(())
+                } else {
+                    lock(device)
+                        .fs
+                        .write(&path, std::mem::take(&mut out.stdout), *append)
+                }
+            }
+            Redirect::Err { path } => {
+                let path = expand(path, status);
+                if path == "/dev/null" {
+                    out.stderr.clear();
+                    Ok(())
+                } else {
+                    lock(device)
+                        .fs
+                        .write(&path, std::mem::take(&mut out.stderr), false)
+                }
+            }
+            Redirect::In { .. } => Ok(()),
+        };
+        if let Err(e) = result {
+            return Output::fail(1, format!("/system/bin/sh: {e}"));
+        }
+    }
+    out
+}
+
+fn sleep(args: &[String]) -> Output {
+    let Some(secs) = args
+        .first()
+        .and_then(|a| a.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+    else {
+        return Output::fail(1, "usage: sleep SECONDS");
+    };
+    std::thread::sleep(Duration::from_secs_f64(secs).min(MAX_SLEEP));
+    Output::default()
+}
+
+/// One command with its arguments.
+fn command(dev: &mut Device, cmd: &str, args: &[String], stdin: Vec<u8>) -> Output {
+    let name = cmd.rsplit('/').next().unwrap_or(cmd);
+    match name {
+        "echo" => echo(args),
+        "true" | ":" => Output::default(),
+        "false" => Output {
+            code: 1,
+            ..Output::default()
+        },
+        "exit" => Output {
+            code: args.first().and_then(|a| a.parse().ok()).unwrap_or(0),
+            ..Output::default()
+        },
+        "cat" => cat(dev, args, stdin),
+        "ls" => ls(dev, args),
+        "rm" => each_path(args, |p| dev.fs.remove(p).map_err(|e| format!("rm: {e}"))),
+        "mkdir" => each_path(args, |p| {
+            dev.fs.mkdir_all(p);
+            Ok(())
+        }),
+        "touch" => each_path(args, |p| match dev.fs.kind(p) {
+            Some(_) => Ok(()),
+            None => dev
+                .fs
+                .write(p, Vec::new(), false)
+                .map_err(|e| format!("touch: {e}")),
+        }),
+        "grep" => grep(args, &stdin),
+        "head" | "tail" => head_tail(name, args, &stdin),
+        "wc" => {
+            let lines = stdin.iter().filter(|b| **b == b'\n').count();
+            Output::ok(format!("{lines}\n"))
+        }
+        "id" => Output::ok(
+            "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),3003(inet) context=u:r:shell:s0\n",
+        ),
+        "whoami" => Output::ok("shell\n"),
+        "pwd" => Output::ok("/\n"),
+        "uname" => Output::ok(if args.iter().any(|a| a == "-a") {
+            "Linux localhost 6.1.0-droidmesh #1 SMP PREEMPT aarch64 Toybox\n"
+        } else {
+            "Linux\n"
+        }),
+        "date" => Output::ok("Thu Jan  1 00:00:00 UTC 2026\n"),
+        _ => android::command(dev, name, args).unwrap_or_else(|| {
+            Output::fail(
+                127,
+                format!("/system/bin/sh: {cmd}: inaccessible or not found"),
+            )
+        }),
+    }
+}
+
+fn echo(args: &[String]) -> Output {
+    let (newline, args) = match args.first() {
+        Some(a) if a == "-n" => (false, &args[1..]),
+        _ => (true, args),
+    };
+    let mut s = args.join(" ");
+    if newline {
+        s.push('\n');
+    }
+    Output::ok(s)
+}
+
+fn each_path(args: &[String], mut f: impl FnMut(&str) -> Result<(), String>) -> Output {
+    let mut out = Output::default();
+    for a in args.iter().filter(|a| !a.starts_with('-')) {
+        if let Err(e) = f(a) {
+            out.stderr.extend_from_slice(format!("{e}\n").as_bytes());
+            out.code = 1;
+        }
+    }
+    out
+}
+
+fn cat(dev: &Device, args: &[String], stdin: Vec<u8>) -> Output {
+    if args.is_empty() {
+        return Output::ok(stdin);
+    }
+    let mut out = Output::default();
+    for a in args {
+        match dev.fs.read(a) {
+            Ok(data) => out.stdout.extend_from_slice(data),
+            Err(e) => {
+                out.stderr
+                    .extend_from_slice(format!("cat: {e}\n").as_bytes());
+                out.code = 1;
+            }
+        }
+    }
+    out
+}
+
+fn ls(dev: &Device, args: &[String]) -> Output {
+    let long = args.iter().any(|a| a.starts_with('-') && a.contains('l'));
+    let paths: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let paths = if paths.is_empty() {
+        vec!["/"]
+    } else {
+        paths.iter().map(|s| s.as_str()).collect()
+    };
+    let mut out = Output::default();
+    for p in paths {
+        let entries = match dev.fs.kind(p) {
+            Some(Kind::File(size)) => Ok(vec![(p.to_owned(), Kind::File(size))]),
+            _ => dev.fs.list(p),
+        };
+        match entries {
+            Ok(entries) => {
+                for (name, kind) in entries {
+                    let line = if long {
+                        match kind {
+                            Kind::Dir => format!(
+                                "drwxrwx--x 2 root sdcard_rw 3452 2026-01-01 00:00 {name}\n"
+                            ),
+                            Kind::File(size) => format!(
+                                "-rw-rw---- 1 root sdcard_rw {size} 2026-01-01 00:00 {name}\n"
+                            ),
+                        }
+                    } else {
+                        format!("{name}\n")
+                    };
+                    out.stdout.extend_from_slice(line.as_bytes());
+                }
+            }
+            Err(e) => {
+                out.stderr
+                    .extend_from_slice(format!("ls: {e}\n").as_bytes());
+                out.code = 1;
+            }
+        }
+    }
+    out
+}
+
+fn grep(args: &[String], stdin: &[u8]) -> Output {
+    let invert = args.iter().any(|a| a == "-v");
+    let ignore = args.iter().any(|a| a == "-i");
+    let Some(pattern) = args.iter().find(|a| !a.starts_with('-')) else {
+        return Output::fail(2, "usage: grep [-iv] PATTERN");
+    };
+    let pattern = if ignore {
+        pattern.to_lowercase()
+    } else {
+        pattern.clone()
+    };
+    let text = String::from_utf8_lossy(stdin);
+    let mut out = String::new();
+    for line in text.lines() {
+        let hay = if ignore {
+            line.to_lowercase()
+        } else {
+            line.to_owned()
+        };
+        if hay.contains(&pattern) != invert {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let code = if out.is_empty() { 1 } else { 0 };
+    Output {
+        stdout: out.into_bytes(),
+        code,
+        ..Output::default()
+    }
+}
+
+fn head_tail(name: &str, args: &[String], stdin: &[u8]) -> Output {
+    let n = args
+        .iter()
+        .filter_map(|a| {
+            a.trim_start_matches("-n")
+                .trim_start_matches('-')
+                .parse::<usize>()
+                .ok()
+        })
+        .next()
+        .unwrap_or(10);
+    let text = String::from_utf8_lossy(stdin);
+    let lines: Vec<&str> = text.lines().collect();
+    let picked: &[&str] = if name == "head" {
+        &lines[..n.min(lines.len())]
+    } else {
+        &lines[lines.len().saturating_sub(n)..]
+    };
+    let mut s = picked.join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    Output::ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps::AppSet;
+    use std::sync::Arc;
+
+    fn dev() -> Mutex<Device> {
+        Mutex::new(Device::new(
+            Arc::new(AppSet::default_set().unwrap()),
+            "sim-1",
+        ))
+    }
+
+    fn sh(d: &Mutex<Device>, line: &str) -> (String, String, i32) {
+        let o = run(d, line);
+        (
+            String::from_utf8_lossy(&o.stdout).into(),
+            String::from_utf8_lossy(&o.stderr).into(),
+            o.code,
+        )
+    }
+
+    #[test]
+    fn coreutils_lists_and_exit_codes_work() {
+        let d = dev();
+        assert_eq!(
+            sh(&d, "echo hi; false; echo $?"),
+            ("hi\n1\n".into(), String::new(), 0)
+        );
+        assert_eq!(sh(&d, "false && echo no || echo yes").0, "yes\n");
+        assert_eq!(
+            sh(
+                &d,
+                "echo a > /sdcard/x.txt; echo b >> /sdcard/x.txt; cat /sdcard/x.txt"
+            )
+            .0,
+            "a\nb\n"
+        );
+        assert_eq!(sh(&d, "cat /sdcard/x.txt | grep b").0, "b\n");
+        let (_, err, code) = sh(&d, "frobnicate --now");
+        assert_eq!(code, 127);
+        assert!(
+            err.contains("frobnicate: inaccessible or not found"),
+            "{err}"
+        );
+        assert_eq!(sh(&d, "cat /nope").2, 1);
+        assert_eq!(sh(&d, "echo 'unterminated").2, 2);
+        assert_eq!(sh(&d, "ls /sdcard | head -n 1").0, "DCIM\n");
+    }
+}

@@ -1,0 +1,131 @@
+//! Test support: a private adb server (Debian's `adb`) on its own port, to attach simulated
+//! devices with `adb connect` and read ground truth with `adb shell`, exactly as a user would.
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether an `adb` binary is on PATH.
+pub fn adb_available() -> bool {
+    Command::new("adb")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdbError {
+    #[error("cannot run adb: {0}")]
+    Spawn(std::io::Error),
+    #[error("adb {args} failed ({status}): {stderr}")]
+    Failed {
+        args: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("{0}")]
+    Timeout(String),
+}
+
+/// An adb server owned by the test, killed on drop.
+#[derive(Debug)]
+pub struct AdbServer {
+    pub port: u16,
+    child: Child,
+}
+
+fn free_port() -> Result<u16, AdbError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(AdbError::Spawn)?;
+    l.local_addr().map(|a| a.port()).map_err(AdbError::Spawn)
+}
+
+impl AdbServer {
+    /// Starts `adb server nodaemon` on a free port and waits until it answers.
+    pub fn start() -> Result<Self, AdbError> {
+        let port = free_port()?;
+        let child = Command::new("adb")
+            .args(["-P", &port.to_string(), "server", "nodaemon"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(AdbError::Spawn)?;
+        let server = Self { port, child };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if server.adb(&["devices"]).is_ok_and(|o| o.status.success()) {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                return Err(AdbError::Timeout(format!(
+                    "adb server on port {port} did not start within 15 s"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Runs `adb -P PORT ARGS...` against this server.
+    pub fn adb(&self, args: &[&str]) -> Result<Output, AdbError> {
+        Command::new("adb")
+            .args(["-P", &self.port.to_string()])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(AdbError::Spawn)
+    }
+
+    fn adb_ok(&self, args: &[&str]) -> Result<String, AdbError> {
+        let out = self.adb(args)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(AdbError::Failed {
+                args: args.join(" "),
+                status: out.status.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            })
+        }
+    }
+
+    /// `adb connect ADDR`, then waits until `adb devices` lists it as `device`; returns its
+    /// serial.
+    pub fn connect(&self, addr: SocketAddr) -> Result<String, AdbError> {
+        let serial = addr.to_string();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            // `adb connect` exits 0 even when it fails: the device list is what counts.
+            last = self
+                .adb_ok(&["connect", &serial])
+                .unwrap_or_else(|e| e.to_string());
+            for _ in 0..20 {
+                let list = self.adb_ok(&["devices"])?;
+                if list.lines().any(|l| {
+                    l.split_whitespace().collect::<Vec<_>>() == [serial.as_str(), "device"]
+                }) {
+                    return Ok(serial);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Err(AdbError::Timeout(format!(
+            "{serial} never showed as 'device' (last connect said: {})",
+            last.trim()
+        )))
+    }
+
+    /// `adb -s SERIAL shell COMMAND`; fails on a non-zero exit code.
+    pub fn shell(&self, serial: &str, command: &str) -> Result<String, AdbError> {
+        self.adb_ok(&["-s", serial, "shell", command])
+    }
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = self.adb(&["kill-server"]);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

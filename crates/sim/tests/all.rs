@@ -1,0 +1,5 @@
+//! Integration tests of the simulator: Debian's adb server attaches simulated devices over
+//! loopback TCP and drives them with the same commands a user types.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod adb;
+mod determinism;
