@@ -1,2 +1,208 @@
-//! The droidmesh binary.
-fn main() {}
+//! The droidmesh binary: `sim`, `serve <service>`, `devices` (and, as they land, `up` and
+//! `run`). Config is parsed and validated before any port is bound.
+mod config;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use config::Config;
+use droidmesh_proto::v1::ListDevicesRequest;
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_runtime::{ClientOptions, ConfigSource, ServeOptions, TelemetryOptions};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "droidmesh",
+    version,
+    about = "LLM agents that operate Android phones, as gRPC microservices"
+)]
+struct Cli {
+    /// Config file (TOML). DROIDMESH_SECTION__KEY environment variables override it.
+    #[arg(long, global = true, env = "DROIDMESH_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run simulated Android devices that speak ADB over TCP (attach with `adb connect`).
+    Sim {
+        /// Port of the first device; more devices take the following ports.
+        #[arg(long, default_value_t = 5555)]
+        port: u16,
+        #[arg(long, default_value_t = 1)]
+        devices: usize,
+        #[arg(long, default_value = "127.0.0.1")]
+        host: IpAddr,
+    },
+    /// Serve one service (as each Kubernetes Deployment does).
+    Serve {
+        service: Service,
+        /// Listen address (host:port); defaults to the config's [listen] section.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
+    /// Print a device's screen as the agents see it: indexed elements and phone state.
+    State {
+        serial: String,
+        /// Device service endpoint; defaults to the config's [endpoints] section.
+        #[arg(long)]
+        endpoint: Option<String>,
+    },
+    /// List the devices the device service sees, with their leases.
+    Devices {
+        /// Device service endpoint; defaults to the config's [endpoints] section.
+        #[arg(long)]
+        endpoint: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Service {
+    Device,
+}
+
+fn load(path: Option<PathBuf>) -> Result<Config> {
+    let config = droidmesh_runtime::load_config::<Config>(&ConfigSource::from_process(path))
+        .context("config is not usable")?;
+    Ok(config)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Sim {
+            port,
+            devices,
+            host,
+        } => {
+            let opts = droidmesh_sim::SimOptions {
+                host,
+                base_port: port,
+                devices,
+                ..droidmesh_sim::SimOptions::default()
+            };
+            droidmesh_sim::run_until_signal(opts)
+                .await
+                .context("simulator failed")?;
+        }
+        Command::Serve { service, listen } => {
+            let config = load(cli.config)?;
+            let mut telemetry_opts =
+                TelemetryOptions::new(&format!("droidmesh-{service:?}").to_lowercase());
+            telemetry_opts.json = config.telemetry.json;
+            let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+            match service {
+                Service::Device => {
+                    let addr = listen.unwrap_or_else(|| config.listen.addr(config.listen.device));
+                    let listener = droidmesh_runtime::server::bind(addr).await?;
+                    let svc = droidmesh_device::device_service(config.device.clone())
+                        .context("device service cannot start")?;
+                    let routes = tonic::service::Routes::new(svc);
+                    droidmesh_runtime::serve(
+                        listener,
+                        routes,
+                        ServeOptions::new("device", &[droidmesh_proto::service_names::DEVICE]),
+                        droidmesh_runtime::shutdown_signal(),
+                    )
+                    .await?;
+                }
+            }
+        }
+        Command::State { serial, endpoint } => {
+            let config = load(cli.config)?;
+            let mut client = device_client(endpoint.unwrap_or(config.endpoints.device))?;
+            let state = client
+                .get_state(droidmesh_proto::v1::GetStateRequest {
+                    serial: serial.clone(),
+                    include_screenshot: false,
+                    screenshot_max_side: 0,
+                })
+                .await
+                .with_context(|| format!("cannot read the state of {serial}"))?
+                .into_inner();
+            print_state(&state);
+        }
+        Command::Devices { endpoint } => {
+            let config = load(cli.config)?;
+            let endpoint = endpoint.unwrap_or(config.endpoints.device);
+            let mut client = device_client(endpoint.clone())?;
+            let devices = client
+                .list_devices(ListDevicesRequest {})
+                .await
+                .with_context(|| format!("cannot list devices at {endpoint}"))?
+                .into_inner()
+                .devices;
+            if devices.is_empty() {
+                println!("no devices");
+            }
+            for d in devices {
+                let lease = d
+                    .lease
+                    .map(|l| format!("  leased by {}", l.holder))
+                    .unwrap_or_default();
+                println!(
+                    "{:<24} {:<10} {:<16} {}{}",
+                    d.serial, d.state, d.model, d.product, lease
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn device_client(
+    endpoint: String,
+) -> Result<DeviceServiceClient<droidmesh_runtime::TracedChannel>> {
+    let opts = ClientOptions {
+        request_timeout: Some(Duration::from_secs(15)),
+        ..ClientOptions::default()
+    };
+    Ok(DeviceServiceClient::new(droidmesh_runtime::connect(
+        &endpoint, &opts,
+    )?))
+}
+
+fn print_state(state: &droidmesh_proto::v1::UiState) {
+    if let Some(p) = &state.phone {
+        println!(
+            "{}  app {}  activity {}  keyboard {}",
+            state.serial,
+            p.package,
+            p.activity,
+            if p.keyboard_shown { "shown" } else { "hidden" }
+        );
+    }
+    for e in &state.elements {
+        let class = e.class_name.rsplit('.').next().unwrap_or(&e.class_name);
+        let label = if e.text.is_empty() { &e.content_desc } else { &e.text };
+        let b = e.bounds.unwrap_or_default();
+        let mut flags = Vec::new();
+        for (on, name) in [
+            (e.clickable, "clickable"),
+            (e.checkable && e.checked, "checked"),
+            (e.editable, "editable"),
+            (e.focused, "focused"),
+            (e.scrollable, "scrollable"),
+        ] {
+            if on {
+                flags.push(name);
+            }
+        }
+        println!(
+            "{:>3}  {:<14} {:<36} [{},{}][{},{}] {}",
+            e.index,
+            class,
+            format!("{label:?}"),
+            b.left,
+            b.top,
+            b.right,
+            b.bottom,
+            flags.join(" ")
+        );
+    }
+}

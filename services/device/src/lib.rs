@@ -1,1 +1,20 @@
 //! The device service: DeviceService over adb_client, with leases, UI state and screenshots.
+//!
+//! Entry point: [`device_service`] builds the tonic server from a [`DeviceConfig`].
+pub mod actions;
+pub mod adb;
+pub mod config;
+pub mod device_output;
+pub mod error;
+pub mod input;
+pub mod labels;
+pub mod lease;
+pub mod registry;
+pub mod screenshot;
+pub mod service;
+pub mod state;
+pub mod ui_dump;
+
+pub use config::DeviceConfig;
+pub use error::{DeviceError, Result};
+pub use service::{DeviceServiceImpl, device_service, to_status};

@@ -1,0 +1,111 @@
+//! The droidmesh config file: one TOML document with a section per service, loaded through
+//! the runtime crate (`${VAR}` substitution, `DROIDMESH_SECTION__KEY` overrides) and validated
+//! before any port is bound.
+use droidmesh_runtime::Validate;
+use serde::Deserialize;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub listen: Listen,
+    pub endpoints: Endpoints,
+    pub device: droidmesh_device::DeviceConfig,
+    pub telemetry: Telemetry,
+}
+
+/// Where each service listens when served.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Listen {
+    pub host: IpAddr,
+    pub gateway: u16,
+    pub device: u16,
+    pub executor: u16,
+    pub manager: u16,
+    pub scripter: u16,
+    pub text_manipulator: u16,
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Self {
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            gateway: 50050,
+            device: 50051,
+            executor: 50052,
+            manager: 50053,
+            scripter: 50054,
+            text_manipulator: 50055,
+        }
+    }
+}
+
+impl Listen {
+    pub fn addr(&self, port: u16) -> SocketAddr {
+        SocketAddr::new(self.host, port)
+    }
+}
+
+/// Where services reach one another. A comma-separated list balances across replicas.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Endpoints {
+    pub gateway: String,
+    pub device: String,
+    pub executor: String,
+    pub manager: String,
+    pub scripter: String,
+    pub text_manipulator: String,
+}
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        let local = |port: u16| format!("http://127.0.0.1:{port}");
+        let listen = Listen::default();
+        Self {
+            gateway: local(listen.gateway),
+            device: local(listen.device),
+            executor: local(listen.executor),
+            manager: local(listen.manager),
+            scripter: local(listen.scripter),
+            text_manipulator: local(listen.text_manipulator),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Telemetry {
+    /// Log JSON lines instead of text.
+    pub json: bool,
+}
+
+impl Validate for Config {
+    fn validate(&self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.device.validate() {
+            problems.push(format!("device: {e}"));
+        }
+        for (name, value) in [
+            ("endpoints.gateway", &self.endpoints.gateway),
+            ("endpoints.device", &self.endpoints.device),
+            ("endpoints.executor", &self.endpoints.executor),
+            ("endpoints.manager", &self.endpoints.manager),
+            ("endpoints.scripter", &self.endpoints.scripter),
+            (
+                "endpoints.text_manipulator",
+                &self.endpoints.text_manipulator,
+            ),
+        ] {
+            if value.trim().is_empty() {
+                problems.push(format!("{name}: must not be empty"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}

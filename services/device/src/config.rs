@@ -1,0 +1,118 @@
+//! Configuration of the device service (the `[device]` section of the droidmesh config).
+use serde::Deserialize;
+
+/// Settings of the device service. Every field has a default, so an empty section is valid.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeviceConfig {
+    /// Address of the adb server, `host:port`. Empty disables the adb server transport.
+    pub adb_server: String,
+    /// Devices reached directly over ADB-over-TCP (`host:port`), without an adb server.
+    pub direct_devices: Vec<String>,
+    /// Lease lifetime when the caller asks for 0.
+    pub lease_default_ttl_ms: u32,
+    /// Longest lease a caller may ask for; longer requests are clamped to it.
+    pub lease_max_ttl_ms: u32,
+    /// Upper bound on every device command; a device that stops answering fails within it.
+    pub command_timeout_ms: u64,
+    /// Longest side of screenshots when a request leaves it at 0 (fit for an LLM).
+    pub screenshot_max_side: u32,
+    /// Private key for direct TCP devices that ask for authentication; empty uses
+    /// `~/.android/adbkey` (a throwaway key is generated when none exists).
+    pub adb_key_path: String,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            adb_server: "127.0.0.1:5037".to_owned(),
+            direct_devices: Vec::new(),
+            lease_default_ttl_ms: 30_000,
+            lease_max_ttl_ms: 3_600_000,
+            command_timeout_ms: 10_000,
+            screenshot_max_side: 1024,
+            adb_key_path: String::new(),
+        }
+    }
+}
+
+impl DeviceConfig {
+    /// Checks the values against each other; the message says which field to fix.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.adb_server.is_empty() && parse_v4(&self.adb_server).is_none() {
+            return Err(format!(
+                "device.adb_server must be an IPv4 host:port such as 127.0.0.1:5037, got '{}'",
+                self.adb_server
+            ));
+        }
+        for d in &self.direct_devices {
+            if d.parse::<std::net::SocketAddr>().is_err() {
+                return Err(format!(
+                    "device.direct_devices entries must be ip:port such as 192.168.1.20:5555, got '{d}'"
+                ));
+            }
+        }
+        if self.lease_default_ttl_ms == 0 {
+            return Err("device.lease_default_ttl_ms must be greater than 0".to_owned());
+        }
+        if self.lease_max_ttl_ms < self.lease_default_ttl_ms {
+            return Err(format!(
+                "device.lease_max_ttl_ms ({}) must be at least device.lease_default_ttl_ms ({})",
+                self.lease_max_ttl_ms, self.lease_default_ttl_ms
+            ));
+        }
+        if self.command_timeout_ms == 0 {
+            return Err("device.command_timeout_ms must be greater than 0".to_owned());
+        }
+        if self.screenshot_max_side != 0 && self.screenshot_max_side < 64 {
+            return Err(format!(
+                "device.screenshot_max_side must be 0 (full size) or at least 64, got {}",
+                self.screenshot_max_side
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses `host:port` into an IPv4 socket address, resolving `localhost`.
+pub(crate) fn parse_v4(addr: &str) -> Option<std::net::SocketAddrV4> {
+    let addr = addr.replace("localhost:", "127.0.0.1:");
+    addr.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_section_gives_defaults_and_validates() {
+        let cfg: DeviceConfig = toml::from_str("").unwrap();
+        assert_eq!(cfg, DeviceConfig::default());
+        cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = toml::from_str::<DeviceConfig>("adb_sever = 'x'").unwrap_err();
+        assert!(err.to_string().contains("adb_sever"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let cfg = DeviceConfig {
+            adb_server: "nowhere".into(),
+            ..DeviceConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().contains("device.adb_server"));
+        let cfg = DeviceConfig {
+            lease_max_ttl_ms: 10,
+            ..DeviceConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().contains("lease_max_ttl_ms"));
+        let cfg = DeviceConfig {
+            direct_devices: vec!["phone".into()],
+            ..DeviceConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().contains("direct_devices"));
+    }
+}

@@ -1,0 +1,60 @@
+//! The device service's error type and `Result` alias.
+
+/// Everything that can go wrong in the device service.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// `uiautomator dump` output that is not a usable UI hierarchy.
+    #[error("ui dump could not be parsed: {detail}")]
+    UiDump { detail: String },
+    /// Output of another device command that did not have the expected shape.
+    #[error("unexpected output from `{command}` on device {serial}: {detail}")]
+    BadOutput {
+        serial: String,
+        command: String,
+        detail: String,
+    },
+    /// No device with this serial is known.
+    #[error("device {serial} is not known; list devices to see the serials available")]
+    UnknownDevice { serial: String },
+    /// The device is leased by someone else (or the lease given is stale).
+    #[error("device {serial} is leased by {holder} until {expires_at_ms} (unix ms)")]
+    LeaseHeld {
+        serial: String,
+        holder: String,
+        expires_at_ms: i64,
+    },
+    /// An action was attempted without a valid lease on a free device.
+    #[error("no lease held on device {serial}; acquire one first")]
+    NoLease { serial: String },
+    /// Every known device is leased.
+    #[error("every device is leased: {holders}")]
+    AllBusy { holders: String },
+    /// No device is known at all.
+    #[error("no devices are attached; connect one or start the simulator")]
+    NoDevices,
+    /// The request is malformed or asks for something impossible.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The device or the adb server could not be reached or dropped the call.
+    #[error("device {serial} is unavailable: {detail}")]
+    Unavailable { serial: String, detail: String },
+    /// A device command did not finish in time.
+    #[error("`{command}` on device {serial} did not finish within {timeout_ms} ms")]
+    Timeout {
+        serial: String,
+        command: String,
+        timeout_ms: u64,
+    },
+    /// The adb server or device refused a request.
+    #[error("adb request failed for {target}: {detail}")]
+    Adb { target: String, detail: String },
+    /// A screenshot could not be decoded, resized or encoded.
+    #[error("screenshot processing failed: {0}")]
+    Image(String),
+    /// The configuration is invalid.
+    #[error("invalid device service configuration: {0}")]
+    Config(String),
+}
+
+/// Result alias for the device service.
+pub type Result<T, E = DeviceError> = std::result::Result<T, E>;

@@ -1,0 +1,255 @@
+//! The devices this service knows: those the adb server lists and those reached directly,
+//! each with its connection, cached screen size and latest UI snapshot.
+use std::collections::HashMap;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use droidmesh_proto::v1::Transport;
+use tokio::sync::OnceCell;
+
+use crate::adb::{AdbDevice, Route, host};
+use crate::error::{DeviceError, Result};
+use crate::ui_dump::ParsedUi;
+
+/// A known device.
+#[derive(Debug)]
+pub struct Slot {
+    pub adb: AdbDevice,
+    pub transport: Transport,
+    pub info: Mutex<SlotInfo>,
+    /// (width, height, density) from `wm size` / `wm density`, read once.
+    pub screen: OnceCell<(u32, u32, u32)>,
+    /// The UI of the latest GetState, which indices in actions refer to.
+    pub last_ui: Mutex<Option<Arc<ParsedUi>>>,
+}
+
+/// What adb last said about a device.
+#[derive(Debug, Clone, Default)]
+pub struct SlotInfo {
+    pub state: String,
+    pub model: String,
+    pub product: String,
+}
+
+/// All known devices.
+#[derive(Debug)]
+pub struct Registry {
+    server: Option<SocketAddrV4>,
+    timeout: Duration,
+    key_path: Option<PathBuf>,
+    slots: RwLock<HashMap<String, Arc<Slot>>>,
+}
+
+impl Registry {
+    pub fn new(
+        server: Option<SocketAddrV4>,
+        direct: &[SocketAddr],
+        timeout: Duration,
+        key_path: Option<PathBuf>,
+    ) -> Self {
+        let reg = Self {
+            server,
+            timeout,
+            key_path,
+            slots: RwLock::default(),
+        };
+        for addr in direct {
+            reg.insert_direct(
+                *addr,
+                SlotInfo {
+                    state: "device".into(),
+                    ..SlotInfo::default()
+                },
+            );
+        }
+        reg
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn insert_direct(&self, addr: SocketAddr, info: SlotInfo) -> Arc<Slot> {
+        let serial = addr.to_string();
+        let slot = Arc::new(Slot {
+            adb: AdbDevice::new(
+                serial.clone(),
+                Route::Direct(addr),
+                self.timeout,
+                self.key_path.clone(),
+            ),
+            transport: Transport::TcpDirect,
+            info: Mutex::new(info),
+            screen: OnceCell::new(),
+            last_ui: Mutex::new(None),
+        });
+        self.write().insert(serial, slot.clone());
+        slot
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Slot>>> {
+        self.slots.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Slot>>> {
+        self.slots.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Re-reads the adb server's device list and returns every known device.
+    /// An unreachable adb server is an error only when no direct device is configured.
+    pub async fn refresh(&self) -> Result<Vec<Arc<Slot>>> {
+        if let Some(server) = self.server {
+            match host::list_devices(server, self.timeout).await {
+                Ok(listed) => self.merge_server_list(server, listed),
+                Err(e) => {
+                    let has_direct = self
+                        .read()
+                        .values()
+                        .any(|s| s.transport == Transport::TcpDirect);
+                    if !has_direct {
+                        return Err(e);
+                    }
+                    tracing::warn!(error = %e, "adb server unreachable; listing direct devices only");
+                }
+            }
+        }
+        let mut all: Vec<Arc<Slot>> = self.read().values().cloned().collect();
+        all.sort_by(|a, b| a.adb.serial().cmp(b.adb.serial()));
+        Ok(all)
+    }
+
+    fn merge_server_list(&self, server: SocketAddrV4, listed: Vec<host::ServerDevice>) {
+        let mut slots = self.write();
+        // Devices the server no longer lists are forgotten.
+        slots.retain(|serial, s| {
+            s.transport != Transport::AdbServer || listed.iter().any(|d| &d.serial == serial)
+        });
+        for d in listed {
+            let info = SlotInfo {
+                state: d.state.clone(),
+                model: d.model.clone(),
+                product: d.product.clone(),
+            };
+            match slots.get(&d.serial) {
+                // A configured direct device keeps its direct route.
+                Some(s) if s.transport == Transport::TcpDirect => {}
+                Some(s) => *s.info.lock().unwrap_or_else(|p| p.into_inner()) = info,
+                None => {
+                    let slot = Arc::new(Slot {
+                        adb: AdbDevice::new(
+                            d.serial.clone(),
+                            Route::Server(server),
+                            self.timeout,
+                            None,
+                        ),
+                        transport: Transport::AdbServer,
+                        info: Mutex::new(info),
+                        screen: OnceCell::new(),
+                        last_ui: Mutex::new(None),
+                    });
+                    slots.insert(d.serial, slot);
+                }
+            }
+        }
+    }
+
+    /// The device with this serial; asks the adb server again when it is not known yet.
+    pub async fn get(&self, serial: &str) -> Result<Arc<Slot>> {
+        if serial.trim().is_empty() {
+            return Err(DeviceError::InvalidArgument(
+                "serial is empty; pass a serial from ListDevices".into(),
+            ));
+        }
+        if let Some(s) = self.read().get(serial) {
+            return Ok(s.clone());
+        }
+        self.refresh().await?;
+        self.read()
+            .get(serial)
+            .cloned()
+            .ok_or_else(|| DeviceError::UnknownDevice {
+                serial: serial.to_owned(),
+            })
+    }
+
+    /// Serials of devices in the `device` state (the ones that can be leased).
+    pub async fn usable_serials(&self) -> Result<Vec<String>> {
+        Ok(self
+            .refresh()
+            .await?
+            .iter()
+            .filter(|s| s.info.lock().unwrap_or_else(|p| p.into_inner()).state == "device")
+            .map(|s| s.adb.serial().to_owned())
+            .collect())
+    }
+
+    /// Attaches a device listening for ADB over TCP, through the adb server or directly.
+    pub async fn connect(&self, address: &str, transport: Transport) -> Result<Arc<Slot>> {
+        let addr: SocketAddr = address.trim().parse().map_err(|_| {
+            DeviceError::InvalidArgument(format!(
+                "address must be ip:port such as 192.168.1.20:5555, got '{address}'"
+            ))
+        })?;
+        match transport {
+            Transport::TcpDirect => {
+                let slot = self.insert_direct(
+                    addr,
+                    SlotInfo {
+                        state: "device".into(),
+                        ..SlotInfo::default()
+                    },
+                );
+                match slot.adb.shell("getprop ro.product.model").await {
+                    Ok(out) => {
+                        let model = out.trim();
+                        if !model.is_empty() && !model.contains(' ') {
+                            slot.info.lock().unwrap_or_else(|p| p.into_inner()).model =
+                                model.to_owned();
+                        }
+                    }
+                    Err(e) => {
+                        self.write().remove(&addr.to_string());
+                        return Err(e);
+                    }
+                }
+                Ok(slot)
+            }
+            Transport::AdbServer | Transport::Unspecified => {
+                let server = self.server.ok_or_else(|| {
+                    DeviceError::InvalidArgument(
+                        "no adb server is configured (device.adb_server); use TRANSPORT_TCP_DIRECT"
+                            .into(),
+                    )
+                })?;
+                host::connect(server, &addr.to_string(), self.timeout).await?;
+                let serial = addr.to_string();
+                // The server attaches asynchronously: wait until it reports the device.
+                let deadline = tokio::time::Instant::now() + self.timeout;
+                loop {
+                    self.refresh().await?;
+                    if let Some(s) = self.read().get(&serial).cloned() {
+                        let state = s
+                            .info
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .state
+                            .clone();
+                        if state == "device" {
+                            return Ok(s);
+                        }
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(DeviceError::Unavailable {
+                            serial,
+                            detail: "the adb server connected but never reported the device ready"
+                                .into(),
+                        });
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Reading a device: UI dump, focus, keyboard, screen size and screenshot, concurrently.
+use std::sync::Arc;
+
+use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
+
+use crate::device_output::{parse_focus, parse_keyboard_shown, parse_wm};
+use crate::error::{DeviceError, Result};
+use crate::lease::now_unix_ms;
+use crate::registry::Slot;
+use crate::screenshot::fit_png;
+use crate::ui_dump::{ParsedUi, parse_ui_dump};
+
+/// Dumps and parses the UI hierarchy.
+pub async fn read_ui(slot: &Slot) -> Result<ParsedUi> {
+    let raw = slot.adb.shell("uiautomator dump /dev/tty").await?;
+    parse_ui_dump(&raw)
+}
+
+/// Screen size and density, read once per device.
+pub async fn screen_size(slot: &Slot) -> Result<(u32, u32, u32)> {
+    slot.screen
+        .get_or_try_init(|| async {
+            let size = slot.adb.shell("wm size").await?;
+            let density = slot.adb.shell("wm density").await.unwrap_or_default();
+            parse_wm(&format!("{size}\n{density}")).ok_or_else(|| DeviceError::BadOutput {
+                serial: slot.adb.serial().to_owned(),
+                command: "wm size".into(),
+                detail: format!("expected 'Physical size: WxH', got '{}'", size.trim()),
+            })
+        })
+        .await
+        .copied()
+}
+
+/// Takes a screenshot and fits it into `max_side` (0: device resolution).
+pub async fn screenshot(slot: &Slot, max_side: u32) -> Result<Screenshot> {
+    let png = slot.adb.shell_bytes("screencap -p").await?;
+    // Scaling is CPU work: keep it off the async workers.
+    tokio::task::spawn_blocking(move || fit_png(&png, max_side))
+        .await
+        .map_err(|e| DeviceError::Image(format!("screenshot worker stopped: {e}")))?
+}
+
+/// Reads the whole state; the UI snapshot becomes the one later index actions refer to.
+pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result<UiState> {
+    let shot = async {
+        match screenshot_max_side {
+            Some(side) => screenshot(slot, side).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (ui, window, ime, screen, shot) = tokio::try_join!(
+        read_ui(slot),
+        slot.adb.shell("dumpsys window"),
+        slot.adb.shell("dumpsys input_method"),
+        screen_size(slot),
+        shot,
+    )?;
+    let (package, activity) = parse_focus(&window);
+    let ui = Arc::new(ui);
+    *slot.last_ui.lock().unwrap_or_else(|p| p.into_inner()) = Some(ui.clone());
+    let focused = ui.focused();
+    Ok(UiState {
+        serial: slot.adb.serial().to_owned(),
+        elements: ui.elements.clone(),
+        phone: Some(PhoneState {
+            package,
+            activity,
+            keyboard_shown: parse_keyboard_shown(&ime),
+            focused_index: ui.focused_index,
+            focused_text: focused.map(|e| e.text.clone()).unwrap_or_default(),
+        }),
+        screen: Some(ScreenSize {
+            width: screen.0,
+            height: screen.1,
+            density_dpi: screen.2,
+        }),
+        screenshot: shot,
+        captured_at_ms: now_unix_ms(),
+    })
+}
+
+/// The UI snapshot index actions refer to: the latest GetState's, or a fresh dump if the
+/// device has not been read yet.
+pub async fn snapshot_for_index(slot: &Slot) -> Result<Arc<ParsedUi>> {
+    let cached = slot
+        .last_ui
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    match cached {
+        Some(ui) => Ok(ui),
+        None => {
+            let ui = Arc::new(read_ui(slot).await?);
+            *slot.last_ui.lock().unwrap_or_else(|p| p.into_inner()) = Some(ui.clone());
+            Ok(ui)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Shared helpers: a fresh device service + gRPC client per test, and state lookups.
+#![allow(dead_code)]
+use droidmesh_device::{DeviceConfig, device_service};
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::{
+    AcquireLeaseRequest, GetStateRequest, Lease, LeaseRef, UiElement, UiState,
+};
+use tonic::transport::Channel;
+
+pub type Client = DeviceServiceClient<Channel>;
+
+/// Starts a device service with `cfg` on 127.0.0.1:0 and returns a connected client.
+pub async fn serve(cfg: DeviceConfig) -> Client {
+    let svc = device_service(cfg).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+            .await
+            .unwrap();
+    });
+    DeviceServiceClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
+}
+
+pub async fn acquire(client: &mut Client, serial: &str, holder: &str) -> Lease {
+    client
+        .acquire_lease(AcquireLeaseRequest {
+            serial: serial.into(),
+            holder: holder.into(),
+            ttl_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+pub fn lref(lease: &Lease) -> Option<LeaseRef> {
+    Some(LeaseRef {
+        serial: lease.serial.clone(),
+        lease_id: lease.lease_id.clone(),
+    })
+}
+
+pub async fn state(client: &mut Client, serial: &str) -> UiState {
+    client
+        .get_state(GetStateRequest {
+            serial: serial.into(),
+            include_screenshot: false,
+            screenshot_max_side: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+pub fn find(state: &UiState, pred: impl Fn(&UiElement) -> bool) -> Option<&UiElement> {
+    state.elements.iter().find(|e| pred(e))
+}
+
+pub fn texts(state: &UiState) -> Vec<String> {
+    state
+        .elements
+        .iter()
+        .filter(|e| !e.text.is_empty())
+        .map(|e| e.text.clone())
+        .collect()
+}

@@ -1,0 +1,10 @@
+//! Test modules and the shared harness.
+mod common;
+mod direct;
+mod errors;
+mod fake_adbd;
+mod faults;
+mod flows;
+mod leases;
+mod offline;
+mod sims;
