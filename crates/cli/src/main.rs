@@ -179,7 +179,11 @@ fn print_state(state: &droidmesh_proto::v1::UiState) {
     }
     for e in &state.elements {
         let class = e.class_name.rsplit('.').next().unwrap_or(&e.class_name);
-        let label = if e.text.is_empty() { &e.content_desc } else { &e.text };
+        let label = if e.text.is_empty() {
+            &e.content_desc
+        } else {
+            &e.text
+        };
         let b = e.bounds.unwrap_or_default();
         let mut flags = Vec::new();
         for (on, name) in [

@@ -6,8 +6,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::Routes;
+use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 
 #[derive(Debug, Clone)]
@@ -84,9 +84,12 @@ where
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let serving = router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
-        let _ = stop_rx.await;
-    });
+    let serving = router.serve_with_incoming_shutdown(
+        TcpIncoming::from(listener).with_nodelay(Some(true)),
+        async {
+            let _ = stop_rx.await;
+        },
+    );
     tokio::pin!(serving);
     tracing::info!(service = %opts.name, addr = ?local, "serving");
 

@@ -44,10 +44,17 @@ fn the_same_inputs_give_the_same_screens() {
     assert!(notes.contains("text=\"hello wor\""), "{notes}");
     // The scroll moved the contacts list: the first contact is no longer on screen.
     assert!(d1[4].contains("Ada Lovelace"));
-    assert!(!d1[5].contains("Ada Lovelace"), "scroll did not move the list");
+    assert!(
+        !d1[5].contains("Ada Lovelace"),
+        "scroll did not move the list"
+    );
     // The tap after scrolling opened a contact's detail screen.
     let focus = text(&dev, "dumpsys window");
-    assert!(focus.contains("com.android.contacts/com.android.contacts.activities.ContactDetailActivity"), "{focus}");
+    assert!(
+        focus
+            .contains("com.android.contacts/com.android.contacts.activities.ContactDetailActivity"),
+        "{focus}"
+    );
     assert!(d1[6].contains("Navigate up"));
     run(&dev, "input keyevent 4");
     assert!(text(&dev, "dumpsys window").contains("PeopleActivity"));
@@ -70,7 +77,14 @@ fn notes_save_writes_the_file_and_unknown_input_is_refused() {
         .split(',')
         .map(|n| n.parse().unwrap())
         .collect();
-    run(&dev, &format!("input tap {} {}", (nums[0] + nums[2]) / 2, (nums[1] + nums[3]) / 2));
+    run(
+        &dev,
+        &format!(
+            "input tap {} {}",
+            (nums[0] + nums[2]) / 2,
+            (nums[1] + nums[3]) / 2
+        ),
+    );
     assert_eq!(text(&dev, "cat /sdcard/Notes/note.txt"), "buy milk");
     assert!(text(&dev, "uiautomator dump /dev/tty").contains("Saved to /sdcard/Notes/note.txt"));
     let bad = run(&dev, "input tap x y");

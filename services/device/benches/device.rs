@@ -110,6 +110,9 @@ async fn bench_device(iters: usize) {
     .unwrap();
     let adb = droidmesh_sim::testkit::AdbServer::start().unwrap();
     let serial = adb.connect(fleet.addrs()[0]).unwrap();
+    // Measure on a real screen (Settings: ~60 elements), not the 4-icon launcher.
+    adb.shell(&serial, "monkey -p com.android.settings 1")
+        .unwrap();
     let cfg = DeviceConfig {
         adb_server: format!("127.0.0.1:{}", adb.port),
         ..DeviceConfig::default()
@@ -120,7 +123,9 @@ async fn bench_device(iters: usize) {
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(svc)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            ),
     );
     let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
         .await

@@ -53,7 +53,9 @@ fn main() {
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(svc)
-                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+                .serve_with_incoming(
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                ),
         );
         let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
             .await

@@ -32,10 +32,20 @@ pub async fn screen_size(slot: &Slot) -> Result<(u32, u32, u32)> {
         .copied()
 }
 
+/// Screenshots decoded and scaled at the same time.
+const IMAGE_WORKERS: usize = 2;
+static IMAGE_WORK: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(IMAGE_WORKERS);
+
 /// Takes a screenshot and fits it into `max_side` (0: device resolution).
 pub async fn screenshot(slot: &Slot, max_side: u32) -> Result<Screenshot> {
     let png = slot.adb.shell_bytes("screencap -p").await?;
-    // Scaling is CPU work: keep it off the async workers.
+    // Scaling is CPU work: keep it off the async workers. A full-resolution frame decodes to
+    // ~8 MB, so at most IMAGE_WORKERS are in flight however many devices are read at once:
+    // memory stays bounded and the CPU is not oversubscribed.
+    let _permit = IMAGE_WORK
+        .acquire()
+        .await
+        .map_err(|e| DeviceError::Image(format!("image workers closed: {e}")))?;
     tokio::task::spawn_blocking(move || fit_png(&png, max_side))
         .await
         .map_err(|e| DeviceError::Image(format!("screenshot worker stopped: {e}")))?

@@ -17,7 +17,9 @@ pub async fn serve(cfg: DeviceConfig) -> Client {
     tokio::spawn(async move {
         tonic::transport::Server::builder()
             .add_service(svc)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            )
             .await
             .unwrap();
     });
