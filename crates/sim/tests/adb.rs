@@ -34,7 +34,7 @@ async fn adb_attaches_two_devices_and_runs_commands_like_a_phone() {
     let listing = String::from_utf8(adb.adb(&["devices", "-l"]).unwrap().stdout).unwrap();
     for s in &serials {
         assert!(
-            listing.contains(&format!("{s}")) && listing.contains("model:DroidMesh_Sim"),
+            listing.contains(s.as_str()) && listing.contains("model:DroidMesh_Sim"),
             "{listing}"
         );
     }
