@@ -1,0 +1,149 @@
+//! Session threads: one per live session, spawned fresh or taken from a few warm spares.
+
+use std::{
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+        mpsc,
+    },
+    thread,
+    time::Duration,
+};
+
+use crate::{
+    Capabilities, Engine, EngineInstance, RunControl, SandboxLimits, error::Result,
+    session::Command,
+};
+
+/// Native stack reserved on a session thread beyond the engine's own stack limit.
+const THREAD_STACK_MARGIN: usize = 2 * 1024 * 1024;
+/// Spare threads kept after their sessions ended.
+const MAX_SPARES: usize = 4;
+/// How long a spare waits for a new session before it ends.
+const SPARE_LIFETIME: Duration = Duration::from_secs(10);
+
+/// Everything a thread needs to serve one session.
+pub(crate) struct Start {
+    pub(crate) engine: Arc<dyn Engine>,
+    pub(crate) limits: SandboxLimits,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) inbox: mpsc::Receiver<Command>,
+    pub(crate) ready: mpsc::SyncSender<Result<()>>,
+    pub(crate) stop_epoch: Arc<AtomicU64>,
+}
+
+struct Spare {
+    stack_size: usize,
+    start: mpsc::Sender<Start>,
+}
+
+static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
+
+/// Hands `start` to a spare thread with a large enough stack, or spawns a new thread.
+pub(crate) fn launch(mut start: Start) -> Result<()> {
+    let stack_size = start
+        .limits
+        .stack_bytes
+        .saturating_mul(2)
+        .saturating_add(THREAD_STACK_MARGIN);
+    loop {
+        let spare = {
+            let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = spares.iter().rposition(|s| s.stack_size >= stack_size);
+            found.map(|index| spares.swap_remove(index))
+        };
+        let Some(spare) = spare else { break };
+        match spare.start.send(start) {
+            Ok(()) => return Ok(()),
+            // That spare has just expired; try the next.
+            Err(mpsc::SendError(returned)) => start = returned,
+        }
+    }
+    thread::Builder::new()
+        .name(format!("sandbox-{}", start.engine.name()))
+        .stack_size(stack_size)
+        .spawn(move || run_thread(start, stack_size))?;
+    Ok(())
+}
+
+fn run_thread(mut start: Start, stack_size: usize) {
+    loop {
+        serve_session(start);
+        let (offer, next) = mpsc::channel();
+        {
+            let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+            if spares.len() >= MAX_SPARES {
+                return;
+            }
+            spares.push(Spare {
+                stack_size,
+                start: offer,
+            });
+        }
+        match next.recv_timeout(SPARE_LIFETIME) {
+            Ok(next) => start = next,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Creates the engine instance, reports readiness, serves commands until the session is
+/// dropped, then frees the instance.
+fn serve_session(start: Start) {
+    let Start {
+        engine,
+        limits,
+        capabilities,
+        inbox,
+        ready,
+        stop_epoch,
+    } = start;
+    let mut instance = match engine.instantiate(&limits, capabilities) {
+        Ok(instance) => instance,
+        Err(error) => {
+            let _ = ready.send(Err(error));
+            return;
+        }
+    };
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+    while let Ok(command) = inbox.recv() {
+        handle(instance.as_mut(), command, &limits, &stop_epoch);
+    }
+}
+
+fn handle(
+    instance: &mut dyn EngineInstance,
+    command: Command,
+    limits: &SandboxLimits,
+    stop_epoch: &Arc<AtomicU64>,
+) {
+    match command {
+        Command::Run {
+            code,
+            epoch,
+            abandoned,
+            reply,
+        } => {
+            if abandoned.load(Ordering::SeqCst) {
+                return;
+            }
+            let control =
+                RunControl::new(limits.wall_clock, epoch, Arc::clone(stop_epoch), abandoned);
+            let outcome = instance.run(&code, &control);
+            tracing::debug!(
+                duration_us = u64::try_from(outcome.duration.as_micros()).unwrap_or(u64::MAX),
+                error = outcome.error.as_ref().map(|e| e.kind.to_string()),
+                "sandbox run finished"
+            );
+            let _ = reply.send(outcome);
+        }
+        Command::SetGlobal { name, value, reply } => {
+            let _ = reply.send(instance.set_global(&name, &value));
+        }
+        Command::Memory { reply } => {
+            let _ = reply.send(instance.memory_usage());
+        }
+    }
+}
