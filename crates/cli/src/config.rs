@@ -11,6 +11,7 @@ pub struct Config {
     pub listen: Listen,
     pub endpoints: Endpoints,
     pub device: droidmesh_device::DeviceConfig,
+    pub gateway: droidmesh_gateway::GatewayConfig,
     pub telemetry: Telemetry,
 }
 
@@ -86,6 +87,9 @@ impl Validate for Config {
         let mut problems = Vec::new();
         if let Err(e) = self.device.validate() {
             problems.push(format!("device: {e}"));
+        }
+        if let Err(e) = self.gateway.validate() {
+            problems.push(e);
         }
         for (name, value) in [
             ("endpoints.gateway", &self.endpoints.gateway),

@@ -63,6 +63,7 @@ enum Command {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Service {
     Device,
+    Gateway,
 }
 
 fn load(path: Option<PathBuf>) -> Result<Config> {
@@ -97,6 +98,24 @@ async fn main() -> Result<()> {
             telemetry_opts.json = config.telemetry.json;
             let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             match service {
+                Service::Gateway => {
+                    let addr = listen.unwrap_or_else(|| config.listen.addr(config.listen.gateway));
+                    let peers = droidmesh_gateway::Peers {
+                        device: config.endpoints.device.clone(),
+                        executor: config.endpoints.executor.clone(),
+                        manager: config.endpoints.manager.clone(),
+                    };
+                    let svc = droidmesh_gateway::gateway_service(config.gateway.clone(), &peers)
+                        .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;
+                    let listener = droidmesh_runtime::server::bind(addr).await?;
+                    droidmesh_runtime::serve(
+                        listener,
+                        tonic::service::Routes::new(svc),
+                        ServeOptions::new("gateway", &[droidmesh_proto::service_names::GATEWAY]),
+                        droidmesh_runtime::shutdown_signal(),
+                    )
+                    .await?;
+                }
                 Service::Device => {
                     let addr = listen.unwrap_or_else(|| config.listen.addr(config.listen.device));
                     let listener = droidmesh_runtime::server::bind(addr).await?;

@@ -1,0 +1,7 @@
+//! Integration tests of the gateway: real gRPC clients and servers on loopback, the real device
+//! service over Debian's adb server and simulated devices, and scripted agent services standing
+//! in for the LLM-driven executor and manager.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod agents;
+mod harness;
+mod tasks;

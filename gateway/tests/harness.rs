@@ -1,0 +1,162 @@
+//! A whole stack per test: device service, scripted executor and manager, and the gateway,
+//! each a real gRPC server on its own loopback port; one shared adb server and simulator fleet.
+#![allow(dead_code)]
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
+use droidmesh_device::{DeviceConfig, device_service};
+use droidmesh_gateway::{GatewayConfig, Peers, gateway_service};
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
+use droidmesh_proto::v1::gateway_client::GatewayClient;
+use droidmesh_proto::v1::manager_service_server::ManagerServiceServer;
+use droidmesh_proto::v1::{ListDevicesRequest, TaskEvent, TaskRequest, task_event};
+use droidmesh_sim::testkit::{AdbServer, adb_available};
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+use tonic::transport::server::{Router, TcpIncoming};
+
+use super::agents::{ScriptedExecutor, ScriptedManager};
+
+pub const FLEET: usize = 12;
+
+pub struct Shared {
+    pub adb: AdbServer,
+    pub serials: Vec<String>,
+}
+
+static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+
+pub fn shared() -> Option<&'static Shared> {
+    SHARED
+        .get_or_init(|| {
+            if !adb_available() {
+                eprintln!("note: `adb` is not installed; skipping gateway integration tests");
+                return None;
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Runtime::new().unwrap();
+                rt.block_on(async move {
+                    let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
+                        base_port: 0,
+                        devices: FLEET,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap();
+                    tx.send(fleet.addrs()).unwrap();
+                    std::future::pending::<()>().await;
+                    drop(fleet);
+                });
+            });
+            let addrs: Vec<SocketAddr> = rx.recv().unwrap();
+            let adb = AdbServer::start().unwrap();
+            let serials = addrs.iter().map(|a| adb.connect(*a).unwrap()).collect();
+            Some(Shared { adb, serials })
+        })
+        .as_ref()
+}
+
+async fn serve(router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(router.serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true))));
+    format!("http://{addr}")
+}
+
+pub struct Stack {
+    pub gateway: GatewayClient<Channel>,
+    pub device: DeviceServiceClient<Channel>,
+    pub executor_endpoint: String,
+}
+
+pub fn test_config() -> GatewayConfig {
+    GatewayConfig {
+        lease_ttl_ms: 3_000,
+        device_poll_ms: 50,
+        stop_grace_ms: 2_000,
+        ..GatewayConfig::default()
+    }
+}
+
+/// Starts a stack; `executor` replaces the scripted executor's endpoint when given.
+pub async fn stack(shared: &Shared, executor: Option<String>) -> Stack {
+    let device_svc = device_service(DeviceConfig {
+        adb_server: format!("127.0.0.1:{}", shared.adb.port),
+        command_timeout_ms: 5_000,
+        ..DeviceConfig::default()
+    })
+    .unwrap();
+    let device_ep = serve(tonic::transport::Server::builder().add_service(device_svc)).await;
+    let executor_ep = match executor {
+        Some(ep) => ep,
+        None => {
+            serve(
+                tonic::transport::Server::builder()
+                    .add_service(ExecutorServiceServer::new(ScriptedExecutor)),
+            )
+            .await
+        }
+    };
+    let manager_ep = serve(
+        tonic::transport::Server::builder().add_service(ManagerServiceServer::new(ScriptedManager)),
+    )
+    .await;
+    let peers = Peers {
+        device: device_ep.clone(),
+        executor: executor_ep.clone(),
+        manager: manager_ep,
+    };
+    let gw = gateway_service(test_config(), &peers).unwrap();
+    let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
+    let device = DeviceServiceClient::connect(device_ep).await.unwrap();
+    // The device service learns about devices from the adb server on first use.
+    let mut d = device.clone();
+    d.list_devices(ListDevicesRequest {}).await.unwrap();
+    Stack {
+        gateway: GatewayClient::connect(gw_ep).await.unwrap(),
+        device,
+        executor_endpoint: executor_ep,
+    }
+}
+
+pub fn request(goal: &str, device: &str) -> TaskRequest {
+    TaskRequest {
+        goal: goal.into(),
+        device: device.into(),
+        ..TaskRequest::default()
+    }
+}
+
+/// Collects a stream of events to its end.
+pub async fn collect(mut s: tonic::Streaming<TaskEvent>) -> Vec<TaskEvent> {
+    let mut out = Vec::new();
+    while let Some(ev) = s.next().await {
+        out.push(ev.unwrap());
+    }
+    out
+}
+
+pub fn completed(events: &[TaskEvent]) -> &droidmesh_proto::v1::TaskCompleted {
+    match events.last().and_then(|e| e.kind.as_ref()) {
+        Some(task_event::Kind::Completed(c)) => c,
+        other => panic!("the last event is not completed: {other:?}"),
+    }
+}
+
+/// The lease holder of `serial`, if leased.
+pub async fn holder(stack: &Stack, serial: &str) -> Option<String> {
+    let mut d = stack.device.clone();
+    let devices = d
+        .list_devices(ListDevicesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .devices;
+    devices
+        .into_iter()
+        .find(|x| x.serial == serial)
+        .and_then(|x| x.lease)
+        .map(|l| l.holder)
+}
