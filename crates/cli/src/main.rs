@@ -1,13 +1,15 @@
 //! The droidmesh binary: `sim`, `serve <service>`, `devices` (and, as they land, `up` and
 //! `run`). Config is parsed and validated before any port is bound.
 mod config;
+mod mesh;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use config::Config;
 use droidmesh_proto::v1::ListDevicesRequest;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
-use droidmesh_runtime::{ClientOptions, ConfigSource, ServeOptions, TelemetryOptions};
+use droidmesh_runtime::{ClientOptions, ConfigSource, TelemetryOptions};
+use mesh::{Mesh, Service};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,6 +40,12 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1")]
         host: IpAddr,
     },
+    /// Run every service in this process, each on its own port, with simulated devices.
+    Up {
+        /// Simulated devices to start and attach (0: only the configured devices).
+        #[arg(long, default_value_t = 2)]
+        sims: usize,
+    },
     /// Serve one service (as each Kubernetes Deployment does).
     Serve {
         service: Service,
@@ -58,12 +66,6 @@ enum Command {
         #[arg(long)]
         endpoint: Option<String>,
     },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Service {
-    Device,
-    Gateway,
 }
 
 fn load(path: Option<PathBuf>) -> Result<Config> {
@@ -97,40 +99,31 @@ async fn main() -> Result<()> {
                 TelemetryOptions::new(&format!("droidmesh-{service:?}").to_lowercase());
             telemetry_opts.json = config.telemetry.json;
             let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
-            match service {
-                Service::Gateway => {
-                    let addr = listen.unwrap_or_else(|| config.listen.addr(config.listen.gateway));
-                    let peers = droidmesh_gateway::Peers {
-                        device: config.endpoints.device.clone(),
-                        executor: config.endpoints.executor.clone(),
-                        manager: config.endpoints.manager.clone(),
-                    };
-                    let svc = droidmesh_gateway::gateway_service(config.gateway.clone(), &peers)
-                        .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;
-                    let listener = droidmesh_runtime::server::bind(addr).await?;
-                    droidmesh_runtime::serve(
-                        listener,
-                        tonic::service::Routes::new(svc),
-                        ServeOptions::new("gateway", &[droidmesh_proto::service_names::GATEWAY]),
-                        droidmesh_runtime::shutdown_signal(),
-                    )
-                    .await?;
-                }
-                Service::Device => {
-                    let addr = listen.unwrap_or_else(|| config.listen.addr(config.listen.device));
-                    let listener = droidmesh_runtime::server::bind(addr).await?;
-                    let svc = droidmesh_device::device_service(config.device.clone())
-                        .context("device service cannot start")?;
-                    let routes = tonic::service::Routes::new(svc);
-                    droidmesh_runtime::serve(
-                        listener,
-                        routes,
-                        ServeOptions::new("device", &[droidmesh_proto::service_names::DEVICE]),
-                        droidmesh_runtime::shutdown_signal(),
-                    )
-                    .await?;
+            let addr = listen.unwrap_or_else(|| config.listen.addr(service.port(&config)));
+            let (routes, opts) = mesh::routes(service, &config)?;
+            let listener = droidmesh_runtime::server::bind(addr).await?;
+            droidmesh_runtime::serve(listener, routes, opts, droidmesh_runtime::shutdown_signal())
+                .await?;
+        }
+        Command::Up { sims } => {
+            let config = load(cli.config)?;
+            let telemetry_opts = TelemetryOptions::new("droidmesh-up");
+            let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+            let mesh = Mesh::start(config, sims).await?;
+            for (service, addr) in &mesh.addrs {
+                println!("{:<10} http://{addr}", service.name());
+            }
+            if let Some(fleet) = &mesh.sims {
+                for a in fleet.addrs() {
+                    println!(
+                        "{:<10} {a} (simulated; `adb connect {a}` to look at it)",
+                        "device"
+                    );
                 }
             }
+            println!("ready; Ctrl-C stops everything");
+            droidmesh_runtime::shutdown_signal().await;
+            mesh.shutdown().await?;
         }
         Command::State { serial, endpoint } => {
             let config = load(cli.config)?;
