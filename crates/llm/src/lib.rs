@@ -1,1 +1,43 @@
-//! One chat interface over OpenAI-compatible, Anthropic and Gemini wire formats, with retries and a replay provider.
+//! One chat interface over OpenAI-compatible, Anthropic and Gemini wire formats, with retries,
+//! typed errors, GenAI tracing spans and a replay provider.
+//!
+//! ```no_run
+//! # async fn demo() -> droidmesh_llm::Result<()> {
+//! use droidmesh_llm::{ChatRequest, LlmClient, LlmConfig, Message};
+//! let client = LlmClient::from_config(&LlmConfig::defaults())?;
+//! let resp = client
+//!     .chat("executor", ChatRequest::new(vec![Message::user("hello")]))
+//!     .await?;
+//! println!("{} ({} tokens in)", resp.text, resp.usage.input_tokens);
+//! # Ok(()) }
+//! ```
+mod client;
+mod config;
+mod error;
+mod message;
+mod replay;
+pub mod retry;
+pub mod testkit;
+mod transport;
+mod wire;
+
+pub use client::{BoundModel, BoxFuture, ChatModel, ChatTarget, LlmClient};
+pub use config::{
+    AGENT_PROFILES, DEFAULT_PROFILE, LlmConfig, ProfileConfig, ProviderConfig, RetryPolicy, Secret,
+    WireFormat,
+};
+pub use error::{LlmError, Result};
+pub use message::{ChatRequest, ChatResponse, Message, Part, Role, Usage};
+pub use replay::{
+    Cassette, Interaction, RecordedResponse, RecordingModel, ReplayModel, is_ci, request_digest,
+};
+pub use wire::{ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_VERSION};
+
+/// Installs rustls' ring crypto provider for the process (reqwest needs one); a provider that
+/// is already installed is kept.
+pub fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _already_installed = rustls::crypto::ring::default_provider().install_default();
+    });
+}

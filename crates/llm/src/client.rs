@@ -1,0 +1,332 @@
+//! The entry point: `LlmClient` built from config, chat by profile name or explicit target, and
+//! the `ChatModel` trait agents hold as `Arc<dyn ChatModel>`. One `chat {model}` span per call.
+use crate::config::{LlmConfig, ProfileConfig, ProviderConfig, Secret, WireFormat};
+use crate::error::{LlmError, Result};
+use crate::message::{ChatRequest, ChatResponse};
+use crate::replay::{Recorder, ReplayModel};
+use crate::transport::HttpBackend;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// A boxed, sendable future (the shape of `futures::future::BoxFuture`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Anything that answers chat requests: a configured provider and model, a replay cassette, a
+/// recording wrapper, a test double.
+pub trait ChatModel: Send + Sync {
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse>>;
+}
+
+/// What to talk to: a profile by name (falling back to `default`), or an explicit provider and
+/// model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatTarget {
+    Profile(String),
+    Direct(ProfileConfig),
+}
+
+impl From<&str> for ChatTarget {
+    fn from(name: &str) -> Self {
+        Self::Profile(name.to_owned())
+    }
+}
+
+impl From<String> for ChatTarget {
+    fn from(name: String) -> Self {
+        Self::Profile(name)
+    }
+}
+
+impl From<&String> for ChatTarget {
+    fn from(name: &String) -> Self {
+        Self::Profile(name.clone())
+    }
+}
+
+impl From<ProfileConfig> for ChatTarget {
+    fn from(p: ProfileConfig) -> Self {
+        Self::Direct(p)
+    }
+}
+
+enum Engine {
+    Http(HttpBackend),
+    Replay(ReplayModel),
+}
+
+/// A provider ready to call, with its optional recorder.
+struct Backend {
+    /// `gen_ai.provider.name` and `ChatResponse::provider`.
+    label: String,
+    engine: Engine,
+    recorder: Option<Recorder>,
+}
+
+impl Backend {
+    fn build(config: &ProviderConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        let engine = match config.wire {
+            WireFormat::Replay => {
+                let path = config.cassette.as_ref().ok_or_else(|| {
+                    LlmError::Config(format!(
+                        "provider `{}`: expected a cassette file for wire `replay`, found none",
+                        config.name
+                    ))
+                })?;
+                let mut cassette = crate::replay::Cassette::load(path)?;
+                if cassette.provider_label.is_empty() {
+                    cassette.provider_label = config.name.clone();
+                }
+                Engine::Replay(ReplayModel::new(cassette))
+            }
+            _ => {
+                let var = config.api_key_env.as_deref();
+                let key = var
+                    .and_then(env)
+                    .filter(|k| !k.trim().is_empty())
+                    .map(Secret::new);
+                let missing = var.filter(|_| key.is_none());
+                Engine::Http(HttpBackend::new(config, key, missing)?)
+            }
+        };
+        let label = match &engine {
+            Engine::Replay(r) => r.provider_name(),
+            Engine::Http(_) => config.name.clone(),
+        };
+        let recorder = match &config.record_to {
+            Some(path) => Some(Recorder::start(path, &config.name, env("CI").as_deref())?),
+            None => None,
+        };
+        Ok(Self {
+            label,
+            engine,
+            recorder,
+        })
+    }
+}
+
+struct Inner {
+    backends: BTreeMap<String, Arc<Backend>>,
+    profiles: BTreeMap<String, ProfileConfig>,
+}
+
+/// Chat with any configured provider. Cheap to clone; share one per process.
+#[derive(Clone)]
+pub struct LlmClient {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for LlmClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmClient")
+            .field("providers", &self.inner.backends.keys().collect::<Vec<_>>())
+            .field("profiles", &self.inner.profiles)
+            .finish()
+    }
+}
+
+impl LlmClient {
+    /// Validates `config`, reads API keys from the process environment and builds every
+    /// provider. A key that is unset fails the calls to its provider, not the build.
+    pub fn from_config(config: &LlmConfig) -> Result<Self> {
+        Self::from_config_with_env(config, |name| std::env::var(name).ok())
+    }
+
+    /// As [`LlmClient::from_config`], with environment lookups (`api_key_env` variables and
+    /// `CI`) answered by `env`.
+    pub fn from_config_with_env(
+        config: &LlmConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        config
+            .validate()
+            .map_err(|problems| LlmError::Config(problems.join("; ")))?;
+        let mut backends = BTreeMap::new();
+        for (key, provider) in &config.providers {
+            let mut provider = provider.clone();
+            if provider.name.is_empty() {
+                provider.name = key.clone();
+            }
+            backends.insert(key.clone(), Arc::new(Backend::build(&provider, &env)?));
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                backends,
+                profiles: config.profiles.clone(),
+            }),
+        })
+    }
+
+    /// One chat call to `target` (a profile name, or a [`ProfileConfig`]).
+    pub async fn chat(
+        &self,
+        target: impl Into<ChatTarget>,
+        req: ChatRequest,
+    ) -> Result<ChatResponse> {
+        self.bind(target)?.run(req).await
+    }
+
+    /// A model bound to `target`, for agents that take `Arc<dyn ChatModel>`. Unknown profiles
+    /// and providers fail here, not at the first call.
+    pub fn model(&self, target: impl Into<ChatTarget>) -> Result<Arc<dyn ChatModel>> {
+        Ok(Arc::new(self.bind(target)?))
+    }
+
+    /// The named profile, or `default` when it is not configured. Callers that override the
+    /// model for one task change the copy and pass it as a target.
+    pub fn profile(&self, name: &str) -> Result<ProfileConfig> {
+        self.inner
+            .profiles
+            .get(name)
+            .or_else(|| self.inner.profiles.get(crate::config::DEFAULT_PROFILE))
+            .cloned()
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.inner.profiles.keys().map(String::as_str).collect();
+                LlmError::Config(format!(
+                    "expected profile `{name}` or a `default` profile, found only: {}",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })
+    }
+
+    /// As [`LlmClient::model`], returning the concrete type (it can name its provider and model).
+    pub fn bind(&self, target: impl Into<ChatTarget>) -> Result<BoundModel> {
+        let profile = match target.into() {
+            ChatTarget::Direct(p) => p,
+            ChatTarget::Profile(name) => self.profile(&name)?,
+        };
+        let backend = self
+            .inner
+            .backends
+            .get(&profile.provider)
+            .cloned()
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.inner.backends.keys().map(String::as_str).collect();
+                LlmError::Config(format!(
+                    "expected one of the configured providers ({}), found `{}`",
+                    known.join(", "),
+                    profile.provider
+                ))
+            })?;
+        Ok(BoundModel { backend, profile })
+    }
+}
+
+/// A provider, a model and the profile's sampling defaults.
+#[derive(Clone)]
+pub struct BoundModel {
+    backend: Arc<Backend>,
+    profile: ProfileConfig,
+}
+
+impl fmt::Debug for BoundModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoundModel")
+            .field("provider", &self.backend.label)
+            .field("profile", &self.profile)
+            .finish()
+    }
+}
+
+impl BoundModel {
+    /// `gen_ai.provider.name` of this model (`replay:<label>` for a cassette).
+    pub fn provider(&self) -> &str {
+        &self.backend.label
+    }
+
+    pub fn model_name(&self) -> &str {
+        &self.profile.model
+    }
+
+    async fn run(&self, mut req: ChatRequest) -> Result<ChatResponse> {
+        req.temperature = req.temperature.or(self.profile.temperature);
+        req.max_tokens = req.max_tokens.or(self.profile.max_tokens);
+        let model = self.profile.model.as_str();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {model}"),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = %self.backend.label,
+            gen_ai.request.model = %model,
+            gen_ai.request.temperature = req.temperature.map(crate::wire::float_f64),
+            gen_ai.request.max_tokens = req.max_tokens,
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            droidmesh.llm.replay = matches!(self.backend.engine, Engine::Replay(_)),
+            droidmesh.llm.attempts = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self.call(model, req).instrument(span.clone()).await;
+        match &result {
+            Ok(resp) => {
+                span.record("gen_ai.response.model", resp.model.as_str());
+                span.record(
+                    "gen_ai.response.finish_reasons",
+                    resp.finish_reason.as_str(),
+                );
+                span.record("gen_ai.usage.input_tokens", resp.usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", resp.usage.output_tokens);
+            }
+            Err(e) => {
+                span.record("error.type", e.kind());
+                tracing::warn!(parent: &span, error.type = e.kind(), status = e.status(), "llm call failed");
+            }
+        }
+        result
+    }
+
+    async fn call(&self, model: &str, req: ChatRequest) -> Result<ChatResponse> {
+        req.check().map_err(LlmError::InvalidRequest)?;
+        let start = Instant::now();
+        let mut resp = match &self.backend.engine {
+            Engine::Replay(r) => {
+                tracing::Span::current().record("droidmesh.llm.attempts", 0);
+                r.play(&req, model)?
+            }
+            Engine::Http(h) => {
+                let (parsed, attempts) = h.chat(model, &req).await?;
+                tracing::Span::current().record("droidmesh.llm.attempts", attempts);
+                ChatResponse {
+                    text: parsed.text,
+                    usage: parsed.usage,
+                    model: parsed
+                        .model
+                        .filter(|m| !m.is_empty())
+                        .unwrap_or_else(|| model.to_owned()),
+                    finish_reason: parsed.finish_reason,
+                    latency: start.elapsed(),
+                    provider: self.backend.label.clone(),
+                    replay: false,
+                }
+            }
+        };
+        resp.latency = start.elapsed();
+        if let Some(recorder) = &self.backend.recorder {
+            recorder.record(&req, &resp)?;
+        }
+        Ok(resp)
+    }
+}
+
+impl ChatModel for BoundModel {
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse>> {
+        Box::pin(self.run(req))
+    }
+}
+
+impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse>> {
+        (**self).chat(req)
+    }
+}

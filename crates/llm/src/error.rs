@@ -1,0 +1,143 @@
+//! The one error type of this crate: what went wrong with a chat call, typed so that callers can
+//! tell a bad key from a throttled provider from a broken response.
+use std::time::Duration;
+
+/// Result alias used across the crate.
+pub type Result<T, E = LlmError> = std::result::Result<T, E>;
+
+/// Why a chat call failed. Messages never contain an API key or message contents.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// 401 or 403: the key is missing, wrong, or lacks access.
+    #[error("provider refused the credentials (http {status}): {message}")]
+    Auth { status: u16, message: String },
+
+    /// 429 after every allowed attempt (or a Retry-After longer than the call may wait).
+    #[error("provider is rate limiting{}: {message}", fmt_retry_after(*.retry_after))]
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
+
+    /// The provider rejected the request (400, 404, 422, ...); `message` is the provider's own
+    /// error message taken from its JSON error body.
+    #[error("provider rejected the request (http {status}): {message}")]
+    BadRequest { status: u16, message: String },
+
+    /// The request cannot be sent as built (no messages, an image that is not an image, ...).
+    #[error("invalid chat request: {0}")]
+    InvalidRequest(String),
+
+    /// An attempt, or the whole call including retries, ran past its deadline.
+    #[error("llm call timed out after {}", humantime::format_duration(*.after))]
+    Timeout { after: Duration },
+
+    /// 5xx (or 408) after every allowed attempt.
+    #[error("provider failed (http {status}): {message}")]
+    Server { status: u16, message: String },
+
+    /// The connection could not be made or broke before a response arrived.
+    #[error("could not reach the provider: {0}")]
+    Connect(String),
+
+    /// A response arrived but is not what the wire format promises.
+    #[error("malformed provider response: {detail}")]
+    Malformed { detail: String },
+
+    /// The configuration cannot work (unknown profile, missing key, recording in CI, ...).
+    #[error("llm configuration: {0}")]
+    Config(String),
+
+    /// A replay cassette has no interaction left for this call.
+    #[error(
+        "replay cassette `{label}` is exhausted: all {played} recorded interactions were played"
+    )]
+    ReplayExhausted { label: String, played: usize },
+
+    /// A cassette file could not be read, parsed or written.
+    #[error("cassette: {0}")]
+    Cassette(String),
+}
+
+fn fmt_retry_after(retry_after: Option<Duration>) -> String {
+    match retry_after {
+        Some(d) => format!(" (retry after {})", humantime::format_duration(d)),
+        None => String::new(),
+    }
+}
+
+impl LlmError {
+    /// Whether another attempt may succeed: rate limits, server errors, timeouts and broken
+    /// connections. Credentials, bad requests and malformed responses will not get better.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited { .. }
+                | Self::Server { .. }
+                | Self::Connect(_)
+                | Self::Timeout { .. }
+        )
+    }
+
+    /// A short stable name, used as the `error.type` span attribute.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Auth { .. } => "auth",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::BadRequest { .. } => "bad_request",
+            Self::InvalidRequest(_) => "invalid_request",
+            Self::Timeout { .. } => "timeout",
+            Self::Server { .. } => "server",
+            Self::Connect(_) => "connect",
+            Self::Malformed { .. } => "malformed",
+            Self::Config(_) => "config",
+            Self::ReplayExhausted { .. } => "replay_exhausted",
+            Self::Cassette(_) => "cassette",
+        }
+    }
+
+    /// The HTTP status behind this error, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Auth { status, .. } | Self::BadRequest { status, .. } => Some(*status),
+            Self::Server { status, .. } => Some(*status),
+            Self::RateLimited { .. } => Some(429),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retryable_split() {
+        let server = LlmError::Server {
+            status: 503,
+            message: "busy".into(),
+        };
+        let auth = LlmError::Auth {
+            status: 401,
+            message: "no".into(),
+        };
+        assert!(server.is_retryable());
+        assert!(LlmError::Connect("refused".into()).is_retryable());
+        assert!(!auth.is_retryable());
+        assert!(!LlmError::Malformed { detail: "x".into() }.is_retryable());
+        assert_eq!(auth.kind(), "auth");
+        assert_eq!(auth.status(), Some(401));
+    }
+
+    #[test]
+    fn rate_limited_message_names_the_wait() {
+        let e = LlmError::RateLimited {
+            retry_after: Some(Duration::from_secs(2)),
+            message: "slow down".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "provider is rate limiting (retry after 2s): slow down"
+        );
+    }
+}

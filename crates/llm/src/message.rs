@@ -1,0 +1,287 @@
+//! The provider-neutral chat vocabulary: messages of text and image parts, a request, a response
+//! with token usage.
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+impl Role {
+    /// The lower-case name used by the OpenAI and Anthropic wire formats.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+/// One piece of a message.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    /// Raw image bytes (not base64) with their MIME type, e.g. a PNG screenshot.
+    Image {
+        mime: String,
+        data: Vec<u8>,
+    },
+}
+
+impl fmt::Debug for Part {
+    // Contents stay out of logs: text by length, images by type and size.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Text(t) => write!(f, "Text({} bytes)", t.len()),
+            Self::Image { mime, data } => write!(f, "Image({mime}, {} bytes)", data.len()),
+        }
+    }
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A message of one text part.
+    pub fn new(role: Role, text: impl Into<String>) -> Self {
+        Self {
+            role,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::new(Role::System, text)
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(Role::User, text)
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, text)
+    }
+
+    /// Appends a PNG image (raw bytes) after the existing parts.
+    pub fn with_image_png(self, png: impl Into<Vec<u8>>) -> Self {
+        self.with_image("image/png", png)
+    }
+
+    /// Appends an image of the given MIME type (raw bytes).
+    pub fn with_image(mut self, mime: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        self.parts.push(Part::Image {
+            mime: mime.into(),
+            data: data.into(),
+        });
+        self
+    }
+
+    /// Appends a text part.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.parts.push(Part::Text(text.into()));
+        self
+    }
+
+    /// The text parts joined by blank lines.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                Part::Image { .. } => None,
+            })
+            .collect();
+        texts.join("\n\n")
+    }
+}
+
+/// What to ask the model. Unset sampling options fall back to the profile's, then the
+/// provider's defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub stop: Vec<String>,
+}
+
+impl ChatRequest {
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    pub fn stop(mut self, s: impl Into<String>) -> Self {
+        self.stop.push(s.into());
+        self
+    }
+
+    /// Checks what every wire format needs: at least one non-system message, no empty message,
+    /// images with an `image/*` type and some bytes.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.messages.iter().any(|m| m.role != Role::System) {
+            return Err(format!(
+                "expected at least one user or assistant message, found {} system message(s) only",
+                self.messages.len()
+            ));
+        }
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(format!("expected a temperature of 0 or more, found {t}"));
+        }
+        for (i, m) in self.messages.iter().enumerate() {
+            if m.parts.is_empty() {
+                return Err(format!(
+                    "message {i} has no parts; expected text or an image"
+                ));
+            }
+            for p in &m.parts {
+                if let Part::Image { mime, data } = p {
+                    if !mime.starts_with("image/") {
+                        return Err(format!(
+                            "message {i}: expected an image/* mime type, found `{mime}`"
+                        ));
+                    }
+                    if data.is_empty() {
+                        return Err(format!("message {i}: image `{mime}` has no bytes"));
+                    }
+                    if m.role == Role::System {
+                        return Err(format!(
+                            "message {i}: images are accepted in user or assistant messages, \
+                             found one in a system message"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tokens a call consumed. `input_tokens` includes cached input tokens on every wire format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    /// Sums two usages (cached counts add when either is known).
+    fn add(self, other: Usage) -> Usage {
+        let cached = match (self.cached_input_tokens, other.cached_input_tokens) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cached_input_tokens: cached,
+        }
+    }
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub text: String,
+    pub usage: Usage,
+    /// The model as reported by the provider, else the requested one.
+    pub model: String,
+    /// Normalised to the OpenAI vocabulary where a mapping exists: `stop`, `length`,
+    /// `content_filter`, `tool_calls`; otherwise the provider's value in lower case.
+    pub finish_reason: String,
+    /// Wall time of the whole call, retries included.
+    pub latency: Duration,
+    /// The provider's configured name, or `replay:<label>` for a cassette.
+    pub provider: String,
+    /// True when the answer came from a replay cassette, not a live model.
+    pub replay: bool,
+}
+
+impl ChatResponse {
+    /// Whether the answer was cut off by the token limit.
+    pub fn truncated(&self) -> bool {
+        self.finish_reason == "length"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_and_image() {
+        let m = Message::user("look").with_image_png(vec![1, 2, 3]);
+        assert_eq!(m.role, Role::User);
+        assert_eq!(m.parts.len(), 2);
+        assert_eq!(m.text(), "look");
+        assert_eq!(format!("{:?}", m.parts[1]), "Image(image/png, 3 bytes)");
+        assert_eq!(format!("{:?}", m.parts[0]), "Text(4 bytes)");
+    }
+
+    #[test]
+    fn check_rejects_what_no_wire_accepts() {
+        let only_system = ChatRequest::new(vec![Message::system("s")]);
+        assert!(
+            only_system
+                .check()
+                .unwrap_err()
+                .contains("system message(s) only")
+        );
+        let bad_mime = ChatRequest::new(vec![Message::user("x").with_image("text/plain", [1])]);
+        assert!(bad_mime.check().unwrap_err().contains("`text/plain`"));
+        let ok = ChatRequest::new(vec![Message::system("s"), Message::user("u")]);
+        assert!(ok.check().is_ok());
+    }
+
+    #[test]
+    fn usage_adds() {
+        let a = Usage {
+            input_tokens: 1,
+            output_tokens: 2,
+            cached_input_tokens: None,
+        };
+        let b = Usage {
+            input_tokens: 3,
+            output_tokens: 4,
+            cached_input_tokens: Some(1),
+        };
+        assert_eq!(
+            a + b,
+            Usage {
+                input_tokens: 4,
+                output_tokens: 6,
+                cached_input_tokens: Some(1)
+            }
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! Record and replay: cassette files of recorded answers, a model that plays them back (always
+//! labelled as replay), and a wrapper that records a live model's answers (never in CI).
+//!
+//! Matching: each call computes [`request_digest`] (roles and text parts; images count by type,
+//! not bytes, so a new screenshot of the same screen still matches). The first unplayed
+//! interaction with that digest is played; if none has it, the first unplayed interaction in
+//! file order is played. So a cassette replays in order even when prompts drift, and answers
+//! stay paired with their prompts when calls arrive in a different order. Interactions without
+//! a digest (hand-written cassettes) are played by order only.
+use crate::client::{BoxFuture, ChatModel};
+use crate::error::{LlmError, Result};
+use crate::message::{ChatRequest, ChatResponse, Part, Usage};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+/// A recorded session: what each call answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cassette {
+    /// Shown as `replay:<label>` wherever replayed answers are used.
+    pub provider_label: String,
+    #[serde(default)]
+    pub interactions: Vec<Interaction>,
+}
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interaction {
+    /// [`request_digest`] of the request that got this answer; absent = match by order only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
+    pub response: RecordedResponse,
+}
+
+/// The part of a [`ChatResponse`] a cassette keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedResponse {
+    pub text: String,
+    #[serde(default)]
+    pub usage: Usage,
+    /// Empty = the model the caller asked for.
+    #[serde(default)]
+    pub model: String,
+    #[serde(default = "default_finish")]
+    pub finish_reason: String,
+}
+
+fn default_finish() -> String {
+    "stop".to_owned()
+}
+
+impl Cassette {
+    pub fn new(provider_label: impl Into<String>) -> Self {
+        Self {
+            provider_label: provider_label.into(),
+            interactions: Vec::new(),
+        }
+    }
+
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| {
+            LlmError::Cassette(format!(
+                "expected {{\"provider_label\": ..., \"interactions\": [...]}}, found invalid json: {e}"
+            ))
+        })
+    }
+
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LlmError::Cassette(format!("cannot read {}: {e}", path.display())))?;
+        Self::from_json(&text).map_err(|e| match e {
+            LlmError::Cassette(m) => LlmError::Cassette(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| LlmError::Cassette(format!("cannot encode cassette: {e}")))
+    }
+
+    /// Writes the file atomically (a temporary sibling renamed over it).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let fail =
+            |e: std::io::Error| LlmError::Cassette(format!("cannot write {}: {e}", path.display()));
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, self.to_json()?).map_err(fail)?;
+        std::fs::rename(&tmp, path).map_err(fail)
+    }
+
+    /// Appends the answer to `req`.
+    pub fn push(&mut self, req: &ChatRequest, resp: &ChatResponse) {
+        self.interactions.push(Interaction {
+            request_digest: Some(request_digest(req)),
+            response: RecordedResponse {
+                text: resp.text.clone(),
+                usage: resp.usage,
+                model: resp.model.clone(),
+                finish_reason: resp.finish_reason.clone(),
+            },
+        });
+    }
+}
+
+/// A stable digest (64-bit FNV-1a, hex) of the request's roles and text parts. Images add
+/// their MIME type only; sampling options are left out so that a profile change keeps matching.
+pub fn request_digest(req: &ChatRequest) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let mut h = OFFSET;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(PRIME);
+        }
+    };
+    for m in &req.messages {
+        eat(m.role.as_str().as_bytes());
+        eat(&[0x1d]);
+        for p in &m.parts {
+            match p {
+                Part::Text(t) => eat(t.as_bytes()),
+                Part::Image { mime, .. } => {
+                    eat(b"\0image:");
+                    eat(mime.as_bytes());
+                }
+            }
+            eat(&[0x1e]);
+        }
+        eat(&[0x1c]);
+    }
+    format!("fnv1a64:{h:016x}")
+}
+
+/// Plays a cassette. Every answer has `replay: true` and provider `replay:<label>`.
+#[derive(Debug)]
+pub struct ReplayModel {
+    label: String,
+    interactions: Vec<Interaction>,
+    played: Mutex<Vec<bool>>,
+}
+
+impl ReplayModel {
+    pub fn new(cassette: Cassette) -> Self {
+        let played = vec![false; cassette.interactions.len()];
+        Self {
+            label: cassette.provider_label,
+            interactions: cassette.interactions,
+            played: Mutex::new(played),
+        }
+    }
+
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        Cassette::load(path).map(Self::new)
+    }
+
+    /// `replay:<label>`.
+    pub fn provider_name(&self) -> String {
+        format!("replay:{}", self.label)
+    }
+
+    /// Interactions not played yet.
+    pub fn remaining(&self) -> usize {
+        let played = self.played.lock().unwrap_or_else(PoisonError::into_inner);
+        played.iter().filter(|p| !**p).count()
+    }
+
+    /// The next answer for `req`; `requested_model` fills an empty recorded model.
+    pub fn play(&self, req: &ChatRequest, requested_model: &str) -> Result<ChatResponse> {
+        let start = Instant::now();
+        let digest = request_digest(req);
+        let index = {
+            let mut played = self.played.lock().unwrap_or_else(PoisonError::into_inner);
+            let unplayed = |i: &usize| !played[*i];
+            let by_digest = (0..self.interactions.len())
+                .filter(unplayed)
+                .find(|i| self.interactions[*i].request_digest.as_deref() == Some(digest.as_str()));
+            let index = match by_digest {
+                Some(i) => i,
+                None => {
+                    let next = (0..self.interactions.len()).find(unplayed);
+                    let Some(i) = next else {
+                        return Err(LlmError::ReplayExhausted {
+                            label: self.label.clone(),
+                            played: self.interactions.len(),
+                        });
+                    };
+                    if self.interactions[i].request_digest.is_some() {
+                        tracing::debug!(
+                            cassette = %self.label, interaction = i,
+                            "no recorded request matches this one; replaying in order"
+                        );
+                    }
+                    i
+                }
+            };
+            played[index] = true;
+            index
+        };
+        let r = &self.interactions[index].response;
+        Ok(ChatResponse {
+            text: r.text.clone(),
+            usage: r.usage,
+            model: if r.model.is_empty() {
+                requested_model.to_owned()
+            } else {
+                r.model.clone()
+            },
+            finish_reason: r.finish_reason.clone(),
+            latency: start.elapsed(),
+            provider: self.provider_name(),
+            replay: true,
+        })
+    }
+}
+
+impl ChatModel for ReplayModel {
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse>> {
+        Box::pin(async move { self.play(&req, "") })
+    }
+}
+
+/// Whether a `CI` value means "running in CI" (set, non-empty, not `0`/`false`).
+pub fn is_ci(value: Option<&str>) -> bool {
+    value.is_some_and(|v| {
+        let v = v.trim();
+        !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false")
+    })
+}
+
+/// Appends answers to a cassette file, rewriting it after each call.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    path: PathBuf,
+    cassette: Mutex<Cassette>,
+}
+
+impl Recorder {
+    /// Refuses in CI; otherwise starts a fresh cassette at `path` (written now, so that an
+    /// unwritable path fails before any call).
+    pub fn start(path: &Path, label: &str, ci: Option<&str>) -> Result<Self> {
+        if is_ci(ci) {
+            return Err(LlmError::Config(format!(
+                "refusing to record cassette {} because CI is set; recordings are made \
+                 on a developer machine and replayed in CI",
+                path.display()
+            )));
+        }
+        let cassette = Cassette::new(label);
+        cassette.save(path)?;
+        Ok(Self {
+            path: path.to_owned(),
+            cassette: Mutex::new(cassette),
+        })
+    }
+
+    pub fn record(&self, req: &ChatRequest, resp: &ChatResponse) -> Result<()> {
+        let mut cassette = self.cassette.lock().unwrap_or_else(PoisonError::into_inner);
+        cassette.push(req, resp);
+        cassette.save(&self.path)
+    }
+}
+
+/// Wraps a live model and records each answer to a cassette file.
+pub struct RecordingModel {
+    inner: Arc<dyn ChatModel>,
+    recorder: Recorder,
+}
+
+impl RecordingModel {
+    /// Records to `path` under `label`; a Config error when the `CI` variable is set.
+    pub fn new(inner: Arc<dyn ChatModel>, path: impl AsRef<Path>, label: &str) -> Result<Self> {
+        let ci = std::env::var("CI").ok();
+        Self::with_ci(inner, path, label, ci.as_deref())
+    }
+
+    /// As [`RecordingModel::new`] with the value of `CI` given, for tests.
+    pub fn with_ci(
+        inner: Arc<dyn ChatModel>,
+        path: impl AsRef<Path>,
+        label: &str,
+        ci: Option<&str>,
+    ) -> Result<Self> {
+        Ok(Self {
+            inner,
+            recorder: Recorder::start(path.as_ref(), label, ci)?,
+        })
+    }
+}
+
+impl ChatModel for RecordingModel {
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse>> {
+        Box::pin(async move {
+            let resp = self.inner.chat(req.clone()).await?;
+            self.recorder.record(&req, &resp)?;
+            Ok(resp)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+
+    #[test]
+    fn digest_ignores_image_bytes_and_sampling() {
+        let a = ChatRequest::new(vec![Message::user("x").with_image_png(vec![1])]);
+        let b = ChatRequest::new(vec![Message::user("x").with_image_png(vec![2])]).temperature(1.0);
+        let c = ChatRequest::new(vec![Message::user("x")]);
+        let d = ChatRequest::new(vec![Message::assistant("x")]);
+        assert_eq!(request_digest(&a), request_digest(&b));
+        assert_ne!(request_digest(&a), request_digest(&c));
+        assert_ne!(request_digest(&c), request_digest(&d));
+        // Fixed across builds and platforms: cassettes stay valid.
+        assert_eq!(request_digest(&c), "fnv1a64:9a9221695977cddd");
+    }
+
+    #[test]
+    fn ci_values() {
+        assert!(is_ci(Some("true")));
+        assert!(is_ci(Some("1")));
+        assert!(!is_ci(Some("")));
+        assert!(!is_ci(Some("false")));
+        assert!(!is_ci(None));
+    }
+}

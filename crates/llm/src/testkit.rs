@@ -1,0 +1,263 @@
+//! A scripted LLM provider for tests: a real HTTP server on 127.0.0.1 that answers from a queue
+//! of scripted responses (status, headers, body, delay) and records every request it received.
+//! Builders produce the success bodies of each wire format.
+use crate::config::WireFormat;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub struct MockResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    /// Wait this long before answering.
+    pub delay: Duration,
+}
+
+impl MockResponse {
+    /// A response with this status and body.
+    pub fn raw(status: u16, body: impl Into<Bytes>) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A JSON response.
+    pub fn json(status: u16, body: &Value) -> Self {
+        Self::raw(status, body.to_string()).header("content-type", "application/json")
+    }
+
+    /// An error in the `{"error": {"message": ...}}` shape all three providers use.
+    pub fn error(status: u16, message: &str) -> Self {
+        Self::json(
+            status,
+            &json!({"error": {"message": message, "type": "mock_error"}}),
+        )
+    }
+
+    /// A successful chat completion in the given wire format.
+    pub fn success(wire: WireFormat, text: &str, model: &str, input: u64, output: u64) -> Self {
+        let body = match wire {
+            WireFormat::Anthropic => json!({
+                "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn", "stop_sequence": null,
+                "usage": {"input_tokens": input, "output_tokens": output}
+            }),
+            WireFormat::Gemini => json!({
+                "candidates": [{
+                    "content": {"role": "model", "parts": [{"text": text}]},
+                    "finishReason": "STOP", "index": 0
+                }],
+                "usageMetadata": {
+                    "promptTokenCount": input, "candidatesTokenCount": output,
+                    "totalTokenCount": input + output
+                },
+                "modelVersion": model
+            }),
+            WireFormat::Openai | WireFormat::Replay => json!({
+                "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{
+                    "index": 0, "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop"
+                }],
+                "usage": {
+                    "prompt_tokens": input, "completion_tokens": output,
+                    "total_tokens": input + output
+                }
+            }),
+        };
+        Self::json(200, &body)
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct ReceivedRequest {
+    pub method: String,
+    /// Path and query, e.g. `/v1/chat/completions`.
+    pub path: String,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+    /// When the request arrived (after its body was read).
+    pub at: Instant,
+}
+
+impl ReceivedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The body as JSON (`Value::Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<MockResponse>,
+    fallback: Option<MockResponse>,
+    log: Vec<ReceivedRequest>,
+    /// Off for long benchmarks, where the log would grow without bound.
+    no_log: bool,
+}
+
+/// The server; it stops when dropped.
+pub struct MockLlmServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockLlmServer {
+    /// Starts on 127.0.0.1 with a free port, answering `script` in order. When the script is
+    /// used up it answers the fallback (see [`MockLlmServer::set_fallback`]) or a 500.
+    pub async fn start(script: impl IntoIterator<Item = MockResponse>) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(State {
+            script: script.into_iter().collect(),
+            ..State::default()
+        }));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut conns = JoinSet::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                let state = shared.clone();
+                conns.spawn(async move {
+                    let svc = service_fn(move |req| handle(state.clone(), req));
+                    let _closed = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+                while conns.try_join_next().is_some() {}
+            }
+        });
+        Ok(Self { addr, state, task })
+    }
+
+    /// `http://127.0.0.1:PORT`, to use as (or prefix of) a provider's base URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Appends a scripted response.
+    pub fn push(&self, response: MockResponse) {
+        self.lock().script.push_back(response);
+    }
+
+    /// The answer once the script is used up (e.g. for benchmarks).
+    pub fn set_fallback(&self, response: MockResponse) {
+        self.lock().fallback = Some(response);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<ReceivedRequest> {
+        self.lock().log.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.lock().log.len()
+    }
+
+    /// Whether to keep received requests (on by default; turn off for long benchmarks).
+    pub fn set_log_requests(&self, on: bool) {
+        let mut s = self.lock();
+        s.no_log = !on;
+        if !on {
+            s.log.clear();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for MockLlmServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    req: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let scripted = {
+        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let request = ReceivedRequest {
+            method: parts.method.to_string(),
+            path: parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default(),
+            headers: parts.headers,
+            body,
+            at: Instant::now(),
+        };
+        if !s.no_log {
+            s.log.push(request);
+        }
+        let next = s.script.pop_front().or_else(|| s.fallback.clone());
+        next.unwrap_or_else(|| {
+            MockResponse::error(500, "mock llm server: no scripted response left")
+        })
+    };
+    if !scripted.delay.is_zero() {
+        tokio::time::sleep(scripted.delay).await;
+    }
+    let mut resp = hyper::Response::new(Full::new(scripted.body));
+    *resp.status_mut() = http::StatusCode::from_u16(scripted.status)
+        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in &scripted.headers {
+        if let (Ok(n), Ok(v)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            resp.headers_mut().append(n, v);
+        }
+    }
+    Ok(resp)
+}
