@@ -1,0 +1,281 @@
+//! The typed context of each template: what a template may use, field for field.
+//!
+//! Every field is always serialized (an absent optional value is `none` in the template), so a
+//! template that names a variable not listed here fails when it is loaded, not when it is
+//! rendered.
+
+use serde::Serialize;
+
+use super::{Prompt, PromptName};
+
+/// One element of the screen, as prompts show it and as the CodeAct sandbox's `ui_state`
+/// global holds it: set `ui_state` from the same values (`serde_json::to_value`) so that what
+/// the model reads and what its code sees agree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UiElement {
+    /// Index for `tap(index)` and friends; valid for this screen only.
+    pub index: u32,
+    /// Depth in the view tree (root 0), for indentation.
+    pub depth: u32,
+    /// Android class, e.g. `android.widget.Switch` (prompts show the last segment).
+    pub class_name: String,
+    /// Visible text.
+    pub text: String,
+    /// Accessibility description.
+    pub content_desc: String,
+    /// Resource id, e.g. `com.android.settings:id/switch_widget` (prompts show the part after
+    /// the last `/`).
+    pub resource_id: String,
+    /// `[left, top, right, bottom]` in screen pixels.
+    pub bounds: [i32; 4],
+    /// Reacts to taps.
+    pub clickable: bool,
+    /// Reacts to long presses.
+    pub long_clickable: bool,
+    /// Can be checked (switch, checkbox, radio button).
+    pub checkable: bool,
+    /// Is checked.
+    pub checked: bool,
+    /// Accepts text.
+    pub editable: bool,
+    /// Has input focus.
+    pub focused: bool,
+    /// Can be scrolled.
+    pub scrollable: bool,
+    /// Is selected.
+    pub selected: bool,
+    /// Is disabled (the inverse of Android's `enabled`, so that the default is "enabled").
+    pub disabled: bool,
+    /// Is a password field.
+    pub password: bool,
+}
+
+/// What the phone is doing, besides its screen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PhoneState {
+    /// Foreground package, e.g. `com.android.settings`.
+    pub package: String,
+    /// Focused activity, e.g. `com.android.settings/.Settings`.
+    pub activity: String,
+    /// Whether the on-screen keyboard is shown.
+    pub keyboard_shown: bool,
+    /// Index of the focused element, if any.
+    pub focused_index: Option<u32>,
+    /// Text of the focused element.
+    pub focused_text: String,
+}
+
+/// One earlier step of a CodeAct run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CodeActStep {
+    /// Step number, from 1.
+    pub step: u32,
+    /// The prose of the reply (the model's thought), may be empty.
+    pub thought: String,
+    /// The code that ran.
+    pub code: String,
+    /// What it printed, and its completion value.
+    pub output: String,
+    /// The error it raised, if any.
+    pub error: Option<String>,
+}
+
+/// One past action, as the Manager and the Executor see it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ActionRecord {
+    /// Which agent acted: `executor`, `scripter`, `text_manipulator`.
+    pub agent: String,
+    /// The action, e.g. `tap` or the subgoal handed over.
+    pub action: String,
+    /// What it was meant to do.
+    pub description: String,
+    /// Whether it worked.
+    pub success: bool,
+    /// What came back: an error, a result, an observation.
+    pub feedback: String,
+}
+
+/// `codeact/system.jinja`: how the CodeAct agent works; fixed for a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CodeActSystem {
+    /// [`crate::tools::js_signatures`] of the tools the task allows.
+    pub tool_signatures: String,
+    /// Whether a screenshot comes with each step.
+    pub vision: bool,
+    /// Ids of the secrets `type_secret` may type; never their values.
+    pub secret_ids: Vec<String>,
+    /// Guidance about the app the task is about.
+    pub app_card: Option<String>,
+    /// JSON Schema (text) the final answer will be structured into.
+    pub output_schema: Option<String>,
+    /// Step budget.
+    pub max_steps: u32,
+}
+
+/// `codeact/user.jinja`: the state at one step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CodeActUser {
+    /// The user's goal.
+    pub goal: String,
+    /// This step's number, from 1.
+    pub step: u32,
+    /// Step budget.
+    pub max_steps: u32,
+    /// The device's date and time, as the caller formats it.
+    pub now: Option<String>,
+    /// Messages the user sent while the task ran.
+    pub user_messages: Vec<String>,
+    /// Notes kept with `remember`.
+    pub memory: Vec<String>,
+    /// Earlier steps, oldest first.
+    pub history: Vec<CodeActStep>,
+    /// The phone's state.
+    pub phone: PhoneState,
+    /// The screen.
+    pub ui_state: Vec<UiElement>,
+    /// Whether a screenshot is attached to this message.
+    pub screenshot_attached: bool,
+}
+
+/// `manager/system.jinja`: everything the planner sees at one turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ManagerSystem {
+    /// The user's request.
+    pub instruction: String,
+    /// [`crate::tools::json_actions`] of the Executor's actions.
+    pub executor_actions: String,
+    /// The device's date and time, as the caller formats it.
+    pub now: Option<String>,
+    /// The phone's state.
+    pub phone: PhoneState,
+    /// The screen.
+    pub ui_state: Vec<UiElement>,
+    /// Whether a screenshot is attached.
+    pub vision: bool,
+    /// Guidance about the current app.
+    pub app_card: Option<String>,
+    /// Ids of the secrets the Executor may type.
+    pub secret_ids: Vec<String>,
+    /// The plan of the previous turn, as written.
+    pub previous_plan: Option<String>,
+    /// Facts kept with `<add_memory>`.
+    pub memory: Vec<String>,
+    /// Recent actions, oldest first.
+    pub action_history: Vec<ActionRecord>,
+    /// Consecutive failures; the caller fills it once they reach its threshold (two).
+    pub error_history: Vec<ActionRecord>,
+    /// The Scripter's or Text Manipulator's last result, already worded.
+    pub last_handoff_result: Option<String>,
+}
+
+/// `executor/system.jinja`: one subgoal to turn into one action.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ExecutorSystem {
+    /// The user's request.
+    pub instruction: String,
+    /// The Manager's plan, as written.
+    pub plan: String,
+    /// The subgoal to perform now.
+    pub subgoal: String,
+    /// What has been achieved so far, in words.
+    pub progress_status: Option<String>,
+    /// [`crate::tools::json_actions`] of the allowed actions.
+    pub actions: String,
+    /// The phone's state.
+    pub phone: PhoneState,
+    /// The screen.
+    pub ui_state: Vec<UiElement>,
+    /// Whether a screenshot is attached.
+    pub vision: bool,
+    /// Guidance about the current app.
+    pub app_card: Option<String>,
+    /// Ids of the secrets `type_secret` may type.
+    pub secret_ids: Vec<String>,
+    /// The last few actions, oldest first.
+    pub action_history: Vec<ActionRecord>,
+}
+
+/// `scripter/system.jinja`: an off-device task.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ScripterSystem {
+    /// The task from the Manager's `<script>` element.
+    pub task: String,
+    /// Signatures of the functions the scripter's sandbox grants (`fetch`, ...).
+    pub tool_signatures: String,
+    /// Hosts HTTP may reach; empty means the sandbox's own policy applies.
+    pub allowed_hosts: Vec<String>,
+    /// Step budget.
+    pub max_steps: u32,
+}
+
+/// `text_manipulator/system.jinja`: one edit of the focused text field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TextManipulatorSystem {
+    /// The user's request, for context.
+    pub instruction: String,
+    /// The Manager's plan, for context.
+    pub plan: String,
+    /// The edit, from the `TEXT_TASK:` line.
+    pub task: String,
+    /// The field's current text (the script's `ORIGINAL`).
+    pub original: String,
+}
+
+/// `text_manipulator/error_correction.jinja`: the previous program failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TextManipulatorErrorCorrection {
+    /// The edit, from the `TEXT_TASK:` line.
+    pub task: String,
+    /// The field's current text.
+    pub original: String,
+    /// The program that failed.
+    pub code: String,
+    /// How it failed.
+    pub error: String,
+}
+
+/// `structured_output/system.jinja`: a final answer to turn into JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StructuredOutputSystem {
+    /// The task's goal.
+    pub goal: String,
+    /// The task's final answer.
+    pub final_answer: String,
+    /// The JSON Schema, as (pretty) JSON text.
+    pub schema: String,
+    /// The previous attempt's JSON, when retrying.
+    pub previous_output: Option<String>,
+    /// Why the previous attempt was refused ([`crate::parse::Violation`]s as text).
+    pub errors: Vec<String>,
+}
+
+macro_rules! prompts {
+    ($($ty:ident => $name:ident),* $(,)?) => {
+        $(impl Prompt for $ty { const NAME: PromptName = PromptName::$name; })*
+
+        /// The top-level variable names of a template's context.
+        pub(super) fn context_fields(name: PromptName) -> Vec<String> {
+            match name {
+                $(PromptName::$name => field_names(&$ty::default()),)*
+            }
+        }
+    };
+}
+
+prompts! {
+    CodeActSystem => CodeActSystem,
+    CodeActUser => CodeActUser,
+    ManagerSystem => ManagerSystem,
+    ExecutorSystem => ExecutorSystem,
+    ScripterSystem => ScripterSystem,
+    TextManipulatorSystem => TextManipulatorSystem,
+    TextManipulatorErrorCorrection => TextManipulatorErrorCorrection,
+    StructuredOutputSystem => StructuredOutputSystem,
+}
+
+fn field_names<T: Serialize>(value: &T) -> Vec<String> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(map)) => map.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,178 @@
+//! Every template rendered with fixed inputs, compared with its reviewed snapshot.
+
+use droidmesh_agent::{
+    prompts::{
+        CodeActSystem, CodeActUser, ExecutorSystem, ManagerSystem, Prompt, PromptSet,
+        ScripterSystem, StructuredOutputSystem, TextManipulatorErrorCorrection,
+        TextManipulatorSystem,
+    },
+    tools::{ATOMIC_ACTIONS, js_signatures, json_actions, select},
+};
+
+use crate::fixtures;
+
+fn render<P: Prompt>(context: &P) -> String {
+    PromptSet::embedded().unwrap().render(context).unwrap()
+}
+
+fn weather_schema() -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "type": "object",
+        "properties": {
+            "temperature": {"type": "integer"},
+            "condition": {"type": "string"}
+        },
+        "required": ["temperature", "condition"]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn codeact_system_full() {
+    insta::assert_snapshot!(render(&CodeActSystem {
+        tool_signatures: js_signatures(&select::<&str>(&[]).unwrap()),
+        vision: true,
+        secret_ids: vec!["mail_password".into(), "card_pin".into()],
+        app_card: Some("In Settings, Wi-Fi lives under \"Network & internet\".".into()),
+        output_schema: Some(weather_schema()),
+        max_steps: 20,
+    }));
+}
+
+#[test]
+fn codeact_system_minimal() {
+    insta::assert_snapshot!(render(&CodeActSystem {
+        tool_signatures: js_signatures(&select(&["tap", "complete"]).unwrap()),
+        max_steps: 5,
+        ..CodeActSystem::default()
+    }));
+}
+
+#[test]
+fn codeact_user_later_step() {
+    insta::assert_snapshot!(render(&CodeActUser {
+        goal: "Turn Wi-Fi on".into(),
+        step: 3,
+        max_steps: 20,
+        now: Some("2025-01-15 10:30 (Wednesday)".into()),
+        user_messages: vec!["Use the 5 GHz network if asked.".into()],
+        memory: vec!["Settings has a search box at the top.".into()],
+        history: fixtures::history(),
+        phone: fixtures::phone(),
+        ui_state: fixtures::screen(),
+        screenshot_attached: true,
+    }));
+}
+
+#[test]
+fn codeact_user_first_step() {
+    insta::assert_snapshot!(render(&CodeActUser {
+        goal: "Open the Notes app".into(),
+        step: 1,
+        max_steps: 10,
+        ..CodeActUser::default()
+    }));
+}
+
+#[test]
+fn manager_system_after_failures() {
+    insta::assert_snapshot!(render(&ManagerSystem {
+        instruction: "Turn Wi-Fi on and tell me the network name".into(),
+        executor_actions: json_actions(&select(ATOMIC_ACTIONS).unwrap()),
+        now: Some("2025-01-15 10:30 (Wednesday)".into()),
+        phone: fixtures::phone(),
+        ui_state: fixtures::screen(),
+        vision: true,
+        app_card: Some("Wi-Fi is under \"Network & internet\".".into()),
+        secret_ids: vec!["wifi_password".into()],
+        previous_plan: Some("1. Tap \"Wi-Fi\"\n2. Read the network name".into()),
+        memory: vec!["At step 2, Settings was open.".into()],
+        action_history: fixtures::actions(),
+        error_history: fixtures::failures(),
+        last_handoff_result: Some(
+            "<script_result status=\"SUCCESS\">\nThe router API reports SSID \"Home\".\n</script_result>"
+                .into(),
+        ),
+    }));
+}
+
+#[test]
+fn manager_system_first_turn() {
+    insta::assert_snapshot!(render(&ManagerSystem {
+        instruction: "Send \"on my way\" to Sam".into(),
+        executor_actions: json_actions(&select(&["tap", "open_app"]).unwrap()),
+        ..ManagerSystem::default()
+    }));
+}
+
+#[test]
+fn executor_system() {
+    insta::assert_snapshot!(render(&ExecutorSystem {
+        instruction: "Turn Wi-Fi on".into(),
+        plan: "1. Tap the \"Wi-Fi\" switch\n2. Check that it is on".into(),
+        subgoal: "Tap the \"Wi-Fi\" switch".into(),
+        progress_status: Some("Settings > Network & internet is open.".into()),
+        actions: json_actions(&select(ATOMIC_ACTIONS).unwrap()),
+        phone: fixtures::phone(),
+        ui_state: fixtures::screen(),
+        vision: false,
+        app_card: None,
+        secret_ids: vec!["wifi_password".into()],
+        action_history: fixtures::actions(),
+    }));
+}
+
+#[test]
+fn scripter_system() {
+    insta::assert_snapshot!(render(&ScripterSystem {
+        task: "Fetch https://api.example.com/weather?city=Paris and report the temperature in Celsius.".into(),
+        tool_signatures: "fetch(url: string, options?: object): object — An HTTP request; returns { status, headers, body }.\n".into(),
+        allowed_hosts: vec!["api.example.com".into()],
+        max_steps: 8,
+    }));
+}
+
+#[test]
+fn text_manipulator_system() {
+    insta::assert_snapshot!(render(&TextManipulatorSystem {
+        instruction: "Reply to Sam that I am on my way".into(),
+        plan: "1. Tap the message field\nTEXT_TASK: Put \"Hi Sam,\" on its own line at the beginning\n2. Tap Send".into(),
+        task: "Put \"Hi Sam,\" on its own line at the beginning".into(),
+        original: "On my way,\nsee you at 6.".into(),
+    }));
+}
+
+#[test]
+fn text_manipulator_error_correction() {
+    insta::assert_snapshot!(render(&TextManipulatorErrorCorrection {
+        task: "Put \"Hi Sam,\" on its own line at the beginning".into(),
+        original: "On my way".into(),
+        code: "input_text(\"Hi Sam,\\n + ORIGINAL)".into(),
+        error: "SyntaxError: unexpected end of string (line 1)".into(),
+    }));
+}
+
+#[test]
+fn structured_output_first_attempt() {
+    insta::assert_snapshot!(render(&StructuredOutputSystem {
+        goal: "Check the weather in London".into(),
+        final_answer: "It is 22 degrees Celsius and sunny in London.".into(),
+        schema: weather_schema(),
+        previous_output: None,
+        errors: Vec::new(),
+    }));
+}
+
+#[test]
+fn structured_output_retry() {
+    insta::assert_snapshot!(render(&StructuredOutputSystem {
+        goal: "Check the weather in London".into(),
+        final_answer: "It is 22 degrees Celsius and sunny in London.".into(),
+        schema: weather_schema(),
+        previous_output: Some("{\"temperature\": \"22°C\"}".into()),
+        errors: vec![
+            "/temperature: \"22°C\" is not of type \"integer\"".into(),
+            "(root): \"condition\" is a required property".into(),
+        ],
+    }));
+}
