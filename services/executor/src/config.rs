@@ -1,0 +1,56 @@
+//! The executor's settings (`[executor]` in droidmesh.toml).
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExecutorConfig {
+    /// Wall-clock limit of one step's JavaScript (device calls included).
+    pub step_timeout_ms: u64,
+    /// Memory limit of a task's JavaScript session.
+    pub sandbox_memory_mb: usize,
+    /// Consecutive failed steps (LLM error, no code, script error) that end the task.
+    pub max_consecutive_failures: u32,
+    /// Earlier steps shown to the model in full; older ones are dropped from the prompt.
+    pub history_steps: usize,
+    /// Longest side of screenshots sent to the model.
+    pub screenshot_max_side: u32,
+    /// How long a task waits for a human's reply before failing.
+    pub human_wait_ms: u64,
+    /// Folder of prompt templates overriding the embedded ones (same relative paths).
+    pub prompts_dir: Option<String>,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        Self {
+            step_timeout_ms: 60_000,
+            sandbox_memory_mb: 64,
+            max_consecutive_failures: 3,
+            history_steps: 8,
+            screenshot_max_side: 1024,
+            human_wait_ms: 600_000,
+            prompts_dir: None,
+        }
+    }
+}
+
+impl ExecutorConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.step_timeout_ms < 100 {
+            return Err(format!(
+                "executor.step_timeout_ms must be at least 100, got {}",
+                self.step_timeout_ms
+            ));
+        }
+        if self.sandbox_memory_mb < 4 {
+            return Err(format!(
+                "executor.sandbox_memory_mb must be at least 4, got {}",
+                self.sandbox_memory_mb
+            ));
+        }
+        if self.max_consecutive_failures == 0 {
+            return Err("executor.max_consecutive_failures must be at least 1".into());
+        }
+        Ok(())
+    }
+}

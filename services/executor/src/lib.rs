@@ -1,0 +1,50 @@
+//! The droidmesh executor: direct mode's CodeAct loop as a streaming RPC. The model writes
+//! JavaScript; it runs in a QuickJS session whose functions are the device tools, called on
+//! the device service under the task's lease.
+pub mod codeact;
+pub mod config;
+pub mod device_tools;
+pub mod service;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use config::ExecutorConfig;
+pub use service::Executor;
+
+use droidmesh_agent::prompts::PromptSet;
+use droidmesh_llm::LlmClient;
+use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
+
+/// Secrets come from the executor's environment as `DROIDMESH_SECRET_<ID>` (id upper-cased);
+/// a task may type only those it lists in `secret_ids`.
+pub fn secrets_from_env() -> HashMap<String, String> {
+    std::env::vars()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("DROIDMESH_SECRET_")
+                .map(|id| (id.to_ascii_lowercase(), v))
+        })
+        .collect()
+}
+
+/// Builds the executor server.
+pub fn executor_service(
+    cfg: ExecutorConfig,
+    llm: LlmClient,
+    default_device: String,
+    secrets: HashMap<String, String>,
+) -> Result<ExecutorServiceServer<Executor>, String> {
+    cfg.validate()?;
+    let prompts = match &cfg.prompts_dir {
+        Some(dir) => PromptSet::with_override_dir(dir),
+        None => PromptSet::embedded(),
+    }
+    .map_err(|e| format!("prompt templates: {e}"))?;
+    Ok(ExecutorServiceServer::new(Executor {
+        cfg,
+        llm,
+        prompts: Arc::new(prompts),
+        default_device,
+        secrets: Arc::new(secrets),
+    }))
+}

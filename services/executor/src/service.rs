@@ -1,0 +1,125 @@
+//! `droidmesh.v1.ExecutorService`: `RunCodeAct` holds one task's JavaScript session for the
+//! length of the call and streams its events; later input messages steer it.
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use droidmesh_agent::prompts::PromptSet;
+use droidmesh_llm::LlmClient;
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::executor_service_server::ExecutorService;
+use droidmesh_proto::v1::{
+    AgentEvent, CodeActInput, ExecuteSubgoalRequest, ExecuteSubgoalResponse, code_act_input,
+};
+use droidmesh_runtime::ClientOptions;
+use tokio::sync::mpsc;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::codeact::{Run, Steer};
+use crate::config::ExecutorConfig;
+
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<AgentEvent, Status>> + Send>>;
+
+pub struct Executor {
+    pub(crate) cfg: ExecutorConfig,
+    pub(crate) llm: LlmClient,
+    pub(crate) prompts: Arc<PromptSet>,
+    /// Device service used when a task's binding names none.
+    pub(crate) default_device: String,
+    pub(crate) secrets: Arc<HashMap<String, String>>,
+}
+
+#[tonic::async_trait]
+impl ExecutorService for Executor {
+    type RunCodeActStream = EventStream;
+
+    async fn run_code_act(
+        &self,
+        r: Request<Streaming<CodeActInput>>,
+    ) -> Result<Response<EventStream>, Status> {
+        let mut input = r.into_inner();
+        let start = match input.next().await {
+            Some(Ok(CodeActInput {
+                kind: Some(code_act_input::Kind::Start(s)),
+            })) => s,
+            Some(Ok(_)) => {
+                return Err(Status::invalid_argument(
+                    "the first message must be `start`",
+                ));
+            }
+            Some(Err(s)) => return Err(s),
+            None => {
+                return Err(Status::invalid_argument(
+                    "the input stream closed before `start`",
+                ));
+            }
+        };
+        if start.goal.trim().is_empty() {
+            return Err(Status::invalid_argument("goal is empty"));
+        }
+        let binding = start.device.clone().unwrap_or_default();
+        if binding
+            .lease
+            .as_ref()
+            .is_none_or(|l| l.serial.is_empty() || l.lease_id.is_empty())
+        {
+            return Err(Status::invalid_argument(
+                "device.lease is required: the gateway leases the device first",
+            ));
+        }
+        let endpoint = if binding.endpoint.trim().is_empty() {
+            self.default_device.clone()
+        } else {
+            binding.endpoint.clone()
+        };
+        let opts = ClientOptions {
+            request_timeout: Some(std::time::Duration::from_secs(30)),
+            ..ClientOptions::default()
+        };
+        let channel = droidmesh_runtime::connect(&endpoint, &opts)
+            .map_err(|e| Status::invalid_argument(format!("device endpoint '{endpoint}': {e}")))?;
+        let (tx, rx) = mpsc::channel(64);
+        let (steer_tx, steer_rx) = mpsc::unbounded_channel();
+        // Steering messages: forwarded until the gateway closes its side.
+        tokio::spawn(async move {
+            while let Some(Ok(msg)) = input.next().await {
+                let steer = match msg.kind {
+                    Some(code_act_input::Kind::HumanReply(r)) => Steer::HumanReply(r),
+                    Some(code_act_input::Kind::NewGoal(g)) => Steer::NewGoal(g),
+                    Some(code_act_input::Kind::UserMessage(m)) => Steer::Note(m),
+                    Some(code_act_input::Kind::Stop(true)) => Steer::Stop,
+                    _ => continue,
+                };
+                if steer_tx.send(steer).is_err() {
+                    break;
+                }
+            }
+        });
+        let task = start.task_id.clone();
+        let run = Run {
+            cfg: self.cfg.clone(),
+            llm: self.llm.clone(),
+            prompts: self.prompts.clone(),
+            device: DeviceServiceClient::new(channel),
+            start,
+            events: tx,
+            steer: steer_rx,
+            secrets: self.secrets.as_ref().clone(),
+        };
+        tracing::info!(%task, "codeact run started");
+        tokio::spawn(run.run());
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    async fn execute_subgoal(
+        &self,
+        _r: Request<ExecuteSubgoalRequest>,
+    ) -> Result<Response<ExecuteSubgoalResponse>, Status> {
+        Err(Status::unimplemented(
+            "reasoning mode (ExecuteSubgoal) is not served by this executor yet",
+        ))
+    }
+}

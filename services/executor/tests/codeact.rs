@@ -1,0 +1,226 @@
+//! CodeAct runs end to end: the model's JavaScript drives the simulator through the device
+//! service; errors go back to the model; variables persist; budgets end runs.
+use std::time::Duration;
+
+use droidmesh_device::{DeviceConfig, device_service};
+use droidmesh_executor::{ExecutorConfig, executor_service};
+use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+use droidmesh_llm::{LlmClient, LlmConfig, WireFormat};
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
+use droidmesh_proto::v1::{
+    AcquireLeaseRequest, AgentEvent, AgentFinished, CodeActInput, CodeActStart, DeviceBinding,
+    LeaseRef, agent_event, code_act_input,
+};
+use droidmesh_sim::{SimFleet, SimOptions};
+use tokio_stream::StreamExt;
+use tonic::transport::server::TcpIncoming;
+
+struct Rig {
+    fleet: SimFleet,
+    llm: MockLlmServer,
+    device_ep: String,
+    executor: ExecutorServiceClient<tonic::transport::Channel>,
+}
+
+async fn serve(router: tonic::transport::server::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(router.serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true))));
+    format!("http://{addr}")
+}
+
+fn reply(text: &str) -> MockResponse {
+    MockResponse::success(WireFormat::Openai, text, "scripted-model", 500, 40)
+}
+
+async fn rig(script: Vec<MockResponse>) -> Rig {
+    let fleet = droidmesh_sim::start(SimOptions {
+        base_port: 0,
+        devices: 1,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let device = device_service(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![fleet.addrs()[0].to_string()],
+        ..DeviceConfig::default()
+    })
+    .unwrap();
+    let device_ep = serve(tonic::transport::Server::builder().add_service(device)).await;
+    let llm = MockLlmServer::start(script).await.unwrap();
+    let toml = format!(
+        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.codeact]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
+        llm.url()
+    );
+    let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
+    let cfg = ExecutorConfig {
+        step_timeout_ms: 5_000,
+        ..ExecutorConfig::default()
+    };
+    let exec = executor_service(cfg, client, device_ep.clone(), Default::default()).unwrap();
+    let exec_ep = serve(tonic::transport::Server::builder().add_service(exec)).await;
+    let executor = ExecutorServiceClient::connect(exec_ep).await.unwrap();
+    Rig {
+        fleet,
+        llm,
+        device_ep,
+        executor,
+    }
+}
+
+/// Leases the device and runs a CodeAct task to its end; returns every event.
+async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
+    let mut device = DeviceServiceClient::connect(rig.device_ep.clone())
+        .await
+        .unwrap();
+    let serial = rig.fleet.addrs()[0].to_string();
+    let lease = device
+        .acquire_lease(AcquireLeaseRequest {
+            serial: serial.clone(),
+            holder: "test".into(),
+            ttl_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let start = CodeActStart {
+        task_id: "t-1".into(),
+        goal: goal.into(),
+        device: Some(DeviceBinding {
+            endpoint: rig.device_ep.clone(),
+            lease: Some(LeaseRef {
+                serial,
+                lease_id: lease.lease_id,
+            }),
+        }),
+        max_steps,
+        ..CodeActStart::default()
+    };
+    let input = tokio_stream::iter(vec![CodeActInput {
+        kind: Some(code_act_input::Kind::Start(start)),
+    }])
+    .chain(tokio_stream::pending());
+    let mut exec = rig.executor.clone();
+    let mut stream = exec.run_code_act(input).await.unwrap().into_inner();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        let ev = ev.unwrap();
+        let done = matches!(ev.kind, Some(agent_event::Kind::Finished(_)));
+        events.push(ev);
+        if done {
+            break;
+        }
+    }
+    events
+}
+
+fn finished(events: &[AgentEvent]) -> &AgentFinished {
+    match events.last().and_then(|e| e.kind.as_ref()) {
+        Some(agent_event::Kind::Finished(f)) => f,
+        other => panic!("no finished event at the end: {other:?}"),
+    }
+}
+
+fn user_prompt(rig: &Rig, i: usize) -> String {
+    let req = &rig.llm.requests()[i];
+    let body = req.json();
+    body["messages"][1]["content"].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_s_javascript_turns_wifi_on() {
+    let rig = rig(vec![
+        reply("Settings first.\n```javascript\nopen_app('Settings')\n```"),
+        reply("```js\nconst wifi = ui_state.find(e => e.text === 'Wi-Fi');\ntap(wifi.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
+    ])
+    .await;
+    let events = run(&rig, "Open Settings and turn on Wi-Fi", 10).await;
+    let done = finished(&events);
+    assert!(done.success, "{done:?}");
+    assert_eq!((done.answer.as_str(), done.steps), ("Wi-Fi is on", 2));
+    assert_eq!(done.usage.unwrap().calls, 2);
+    let out = rig.fleet.devices()[0].shell("settings get global wifi_on");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    let tools: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(agent_event::Kind::ToolResult(r)) if r.result.as_ref().unwrap().success => {
+                Some(r.tool.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools, ["open_app", "tap", "complete"]);
+    assert!(events.iter().any(
+        |e| matches!(&e.kind, Some(agent_event::Kind::Thought(t)) if t.text == "Settings first.")
+    ));
+    // The second prompt shows the Settings screen and what step 1 did.
+    let second = user_prompt(&rig, 1);
+    assert!(
+        second.contains("Wi-Fi") && second.contains("open_app"),
+        "{second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prose_then_broken_code_are_reported_to_the_model_then_good_code_runs() {
+    let rig = rig(vec![
+        reply("I believe the task is already done."),
+        reply("```javascript\ntap(\n```"),
+        reply("```javascript\nlet n = ui_state.length;\ncomplete(true, 'saw ' + n + ' elements')\n```"),
+    ])
+    .await;
+    let events = run(&rig, "Look at the screen", 10).await;
+    let done = finished(&events);
+    assert!(done.success, "{done:?}");
+    assert_eq!(done.steps, 3);
+    assert!(done.answer.starts_with("saw "), "{}", done.answer);
+    assert!(
+        user_prompt(&rig, 1).contains("no JavaScript found"),
+        "{}",
+        user_prompt(&rig, 1)
+    );
+    assert!(
+        user_prompt(&rig, 2).contains("Syntax"),
+        "{}",
+        user_prompt(&rig, 2)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn variables_persist_across_steps() {
+    let rig = rig(vec![
+        reply("```js\nlet count = 41;\nconsole.log('set')\n```"),
+        reply("```js\ncount += 1;\ncomplete(true, String(count))\n```"),
+    ])
+    .await;
+    let events = run(&rig, "Count", 5).await;
+    assert_eq!(finished(&events).answer, "42");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_step_budget_and_repeated_failures_end_runs() {
+    let slow = self::rig(vec![]).await;
+    slow.llm
+        .set_fallback(reply("```js\nconsole.log('still looking')\n```"));
+    let events = run(&slow, "Never finishes", 2).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert!(done.answer.contains("step limit (2)"), "{}", done.answer);
+
+    let down = self::rig(vec![]).await;
+    down.llm
+        .set_fallback(MockResponse::error(500, "upstream exploded"));
+    let events = run(&down, "LLM is down", 10).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert!(
+        done.answer.contains("3 steps in a row failed"),
+        "{}",
+        done.answer
+    );
+    assert!(done.answer.contains("upstream exploded"), "{}", done.answer);
+}
