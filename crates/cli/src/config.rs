@@ -12,6 +12,10 @@ pub struct Config {
     pub endpoints: Endpoints,
     pub device: droidmesh_device::DeviceConfig,
     pub gateway: droidmesh_gateway::GatewayConfig,
+    pub executor: droidmesh_executor::ExecutorConfig,
+    /// Providers and per-agent profiles; absent means no model is configured (`run` then
+    /// replays its recorded demo).
+    pub llm: Option<droidmesh_llm::LlmConfig>,
     pub telemetry: Telemetry,
 }
 
@@ -90,6 +94,14 @@ impl Validate for Config {
         }
         if let Err(e) = self.gateway.validate() {
             problems.push(e);
+        }
+        if let Err(e) = self.executor.validate() {
+            problems.push(e);
+        }
+        if let Some(llm) = &self.llm
+            && let Err(errs) = llm.validate()
+        {
+            problems.extend(errs.into_iter().map(|e| format!("llm: {e}")));
         }
         for (name, value) in [
             ("endpoints.gateway", &self.endpoints.gateway),

@@ -2,6 +2,7 @@
 //! `run`). Config is parsed and validated before any port is bound.
 mod config;
 mod mesh;
+mod run;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -40,6 +41,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1")]
         host: IpAddr,
     },
+    /// Run a task and show its progress (starts the mesh in-process unless --gateway is given).
+    Run(run::RunArgs),
     /// Run every service in this process, each on its own port, with simulated devices.
     Up {
         /// Simulated devices to start and attach (0: only the configured devices).
@@ -104,6 +107,15 @@ async fn main() -> Result<()> {
             let listener = droidmesh_runtime::server::bind(addr).await?;
             droidmesh_runtime::serve(listener, routes, opts, droidmesh_runtime::shutdown_signal())
                 .await?;
+        }
+        Command::Run(args) => {
+            let config = load(cli.config)?;
+            let mut telemetry_opts = TelemetryOptions::new("droidmesh-run");
+            telemetry_opts.default_filter = "warn".into();
+            let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+            if !run::run(args, config).await? {
+                std::process::exit(1);
+            }
         }
         Command::Up { sims } => {
             let config = load(cli.config)?;

@@ -12,15 +12,24 @@ use crate::config::Config;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Service {
     Device,
+    Executor,
+    Manager,
     Gateway,
 }
 
 impl Service {
-    pub const ALL: [Service; 2] = [Service::Device, Service::Gateway];
+    pub const ALL: [Service; 4] = [
+        Service::Device,
+        Service::Executor,
+        Service::Manager,
+        Service::Gateway,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Service::Device => "device",
+            Service::Executor => "executor",
+            Service::Manager => "manager",
             Service::Gateway => "gateway",
         }
     }
@@ -28,9 +37,21 @@ impl Service {
     pub fn port(self, config: &Config) -> u16 {
         match self {
             Service::Device => config.listen.device,
+            Service::Executor => config.listen.executor,
+            Service::Manager => config.listen.manager,
             Service::Gateway => config.listen.gateway,
         }
     }
+}
+
+/// The LLM client of the agent services: the configured providers, or the built-in defaults.
+fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
+    droidmesh_llm::install_crypto_provider();
+    let llm = config
+        .llm
+        .clone()
+        .unwrap_or_else(droidmesh_llm::LlmConfig::defaults);
+    droidmesh_llm::LlmClient::from_config(&llm).context("llm config is not usable")
 }
 
 /// Builds a service's routes from the config (nothing is bound yet).
@@ -43,6 +64,30 @@ pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Rout
             (
                 tonic::service::Routes::new(svc),
                 ServeOptions::new("device", &[names::DEVICE]),
+            )
+        }
+        Service::Executor => {
+            let svc = droidmesh_executor::executor_service(
+                config.executor.clone(),
+                llm_client(config)?,
+                config.endpoints.device.clone(),
+                droidmesh_executor::secrets_from_env(),
+            )
+            .map_err(|e| anyhow::anyhow!("executor cannot start: {e}"))?;
+            (
+                tonic::service::Routes::new(svc),
+                ServeOptions::new("executor", &[names::EXECUTOR]),
+            )
+        }
+        Service::Manager => {
+            let svc = droidmesh_manager::manager_service(
+                llm_client(config)?,
+                config.executor.prompts_dir.as_deref(),
+            )
+            .map_err(|e| anyhow::anyhow!("manager cannot start: {e}"))?;
+            (
+                tonic::service::Routes::new(svc),
+                ServeOptions::new("manager", &[names::MANAGER]),
             )
         }
         Service::Gateway => {
@@ -105,6 +150,8 @@ impl Mesh {
             let ep = format!("http://{local}");
             match service {
                 Service::Device => config.endpoints.device = ep,
+                Service::Executor => config.endpoints.executor = ep,
+                Service::Manager => config.endpoints.manager = ep,
                 Service::Gateway => config.endpoints.gateway = ep,
             }
         }
@@ -130,6 +177,13 @@ impl Mesh {
             stop,
             tasks,
         })
+    }
+
+    pub fn endpoint(&self, service: Service) -> Option<String> {
+        self.addrs
+            .iter()
+            .find(|(s, _)| *s == service)
+            .map(|(_, a)| format!("http://{a}"))
     }
 
     /// Drains every service, then stops the simulators.

@@ -1,0 +1,220 @@
+//! `droidmesh run "<goal>"`: a gateway client with live progress. Without `--gateway` it
+//! starts the whole mesh in this process first (simulated devices included). With no model
+//! configured it replays a recorded demo session and says so.
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use droidmesh_proto::v1::gateway_client::GatewayClient;
+use droidmesh_proto::v1::{TaskEvent, TaskRequest, task_event};
+use droidmesh_runtime::ClientOptions;
+use tokio_stream::StreamExt;
+
+use crate::config::Config;
+use crate::mesh::{Mesh, Service};
+
+/// The goal the recorded demo answers.
+pub const DEMO_GOAL: &str = "Open Settings and turn on Wi-Fi";
+const DEMO_CASSETTE: &str = include_str!("../demo/wifi-on.json");
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// What the agent should do on the phone.
+    pub goal: String,
+    /// Gateway endpoint; without it the mesh runs embedded in this process.
+    #[arg(long)]
+    pub gateway: Option<String>,
+    /// Device serial; empty takes a free device (a simulator when the mesh is embedded).
+    #[arg(long, default_value = "")]
+    pub device: String,
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// JSON Schema (a file path, or JSON text) the final answer is structured into.
+    #[arg(long)]
+    pub schema: Option<String>,
+    /// Send a screenshot to the model at every step.
+    #[arg(long)]
+    pub vision: bool,
+    /// Simulated devices to start when the mesh is embedded.
+    #[arg(long, default_value_t = 2)]
+    pub sims: usize,
+}
+
+fn api_key_in_env() -> bool {
+    std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty())
+}
+
+/// Points every agent at the recorded demo session.
+fn demo_llm() -> Result<droidmesh_llm::LlmConfig> {
+    let path = std::env::temp_dir().join(format!("droidmesh-demo-{}.json", std::process::id()));
+    std::fs::write(&path, DEMO_CASSETTE)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let toml = format!(
+        "[providers.demo]\nwire = \"replay\"\ncassette = {:?}\n[profiles.default]\nprovider = \"demo\"\nmodel = \"recorded-demo-model\"\n",
+        path.display().to_string()
+    );
+    droidmesh_llm::LlmConfig::from_toml_str(&toml).context("demo llm config")
+}
+
+pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
+    let started = Instant::now();
+    let mut device = args.device.clone();
+    let (endpoint, mesh) = match &args.gateway {
+        Some(g) => (g.clone(), None),
+        None => {
+            if config.llm.is_none() && !api_key_in_env() {
+                println!("note: no model is configured (no [llm] section, no OPENAI_API_KEY).");
+                println!("      Replaying a recorded session of the demo goal \"{DEMO_GOAL}\":");
+                println!("      the answers below come from a cassette, not from a live model.");
+                if args.goal.trim() != DEMO_GOAL {
+                    println!(
+                        "      Your goal is run on the device, but the recorded answers were made for the demo goal."
+                    );
+                }
+                config.llm = Some(demo_llm()?);
+            }
+            for port in [
+                &mut config.listen.gateway,
+                &mut config.listen.device,
+                &mut config.listen.executor,
+                &mut config.listen.manager,
+            ] {
+                *port = 0;
+            }
+            let sims = if config.device.direct_devices.is_empty() {
+                args.sims.max(1)
+            } else {
+                args.sims
+            };
+            let mesh = Mesh::start(config, sims).await?;
+            if device.is_empty()
+                && let Some(first) = mesh.sims.as_ref().and_then(|f| f.addrs().first().copied())
+            {
+                device = first.to_string();
+            }
+            let ep = mesh
+                .endpoint(Service::Gateway)
+                .context("the embedded gateway did not start")?;
+            println!(
+                "mesh: started in {} ms (gateway {ep})",
+                started.elapsed().as_millis()
+            );
+            (ep, Some(mesh))
+        }
+    };
+    let schema = match &args.schema {
+        Some(s) if std::path::Path::new(s).is_file() => {
+            Some(std::fs::read_to_string(s).with_context(|| format!("cannot read {s}"))?)
+        }
+        other => other.clone(),
+    };
+    let opts = ClientOptions {
+        request_timeout: None,
+        ..ClientOptions::default()
+    };
+    let mut client = GatewayClient::new(droidmesh_runtime::connect(&endpoint, &opts)?);
+    let request = TaskRequest {
+        goal: args.goal.clone(),
+        device,
+        max_steps: args.max_steps,
+        vision: args.vision,
+        output_schema: schema,
+        ..TaskRequest::default()
+    };
+    let mut stream = client
+        .run_task(request)
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .into_inner();
+    let mut success = false;
+    while let Some(ev) = stream.next().await {
+        let ev = ev.map_err(|s| anyhow::anyhow!("the event stream broke: {}", s.message()))?;
+        if let Some(task_event::Kind::Completed(c)) = &ev.kind {
+            success = c.success;
+        }
+        print_event(&ev);
+    }
+    if let Some(mesh) = mesh {
+        mesh.shutdown().await?;
+    }
+    Ok(success)
+}
+
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|l| format!("{prefix}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn print_event(ev: &TaskEvent) {
+    use task_event::Kind as K;
+    let Some(kind) = &ev.kind else { return };
+    let line = match kind {
+        K::Status(s) => format!(
+            "task {}: {}",
+            ev.task_id,
+            if s.detail.is_empty() {
+                "status changed".into()
+            } else {
+                s.detail.clone()
+            }
+        ),
+        K::StepStarted(s) => format!("\nstep {}", s.step),
+        K::Thought(t) => indent(&t.text, "  thought: "),
+        K::Code(c) => format!("  code:\n{}", indent(&c.code, "    | ")),
+        K::ToolCall(_) => return,
+        K::ToolResult(r) => {
+            let res = r.result.clone().unwrap_or_default();
+            if res.success {
+                format!("  -> {}: {}", r.tool, res.action_taken)
+            } else {
+                format!("  -> {} FAILED: {}", r.tool, res.error.unwrap_or_default())
+            }
+        }
+        K::Observation(o) => match &o.error {
+            Some(e) => format!("  error: {e}"),
+            None if o.output.trim().is_empty() => return,
+            None => indent(o.output.trim_end(), "  output: "),
+        },
+        K::Usage(u) => {
+            let t = u.usage.unwrap_or_default();
+            let replay = if u.replay { ", replayed" } else { "" };
+            format!(
+                "  model {}: {} tokens in, {} out, {} ms{replay}",
+                u.model, t.input_tokens, t.output_tokens, u.latency_ms
+            )
+        }
+        K::HumanHelp(h) => format!(
+            "  the agent asks for help: {} (reply with SendMessage)",
+            h.reason
+        ),
+        K::Message(m) => format!("  message: {}", m.text),
+        K::Screenshot(s) => format!("  screenshot {}x{}", s.width, s.height),
+        K::Plan(p) => format!("  plan: {}", p.plan_text),
+        K::Handoff(h) => format!("  handoff {} -> {}: {}", h.from_agent, h.to_agent, h.reason),
+        K::Completed(c) => {
+            let u = c.usage.unwrap_or_default();
+            let mut s = format!(
+                "\n{} after {} steps in {:.1} s ({} model calls, {} tokens in, {} out)\nanswer: {}",
+                if c.success { "SUCCEEDED" } else { "FAILED" },
+                c.steps,
+                c.duration_ms as f64 / 1000.0,
+                u.calls,
+                u.input_tokens,
+                u.output_tokens,
+                if c.answer.is_empty() {
+                    &c.error
+                } else {
+                    &c.answer
+                }
+            );
+            if let Some(j) = &c.structured_output {
+                s.push_str(&format!("\nstructured output: {j}"));
+            }
+            s
+        }
+    };
+    println!("{line}");
+    let _ = std::io::stdout().flush();
+}
