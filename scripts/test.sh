@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The cross-process tests in tests/ start the droidmesh binary itself.
+cargo build -p droidmesh
 cargo test --workspace

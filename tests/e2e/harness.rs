@@ -1,0 +1,68 @@
+//! Process harness for the end-to-end tests: the `droidmesh` binary built by this workspace,
+//! started as separate processes that are killed when dropped.
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The workspace's `droidmesh` binary (built by `cargo test --workspace` before tests run).
+pub fn droidmesh_bin() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // target/<profile>/deps/e2e-HASH -> target/<profile>/droidmesh
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .ok_or("test binary has no target dir")?;
+    let bin = dir.join("droidmesh");
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} is missing: build it with `cargo build -p droidmesh`",
+            bin.display()
+        ))
+    }
+}
+
+/// A free loopback port (free when asked; taken soon after by the caller).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// A child process killed on drop.
+pub struct Proc {
+    pub name: String,
+    child: Child,
+}
+
+impl Proc {
+    pub fn spawn(name: &str, args: &[&str]) -> Result<Proc, String> {
+        let bin = droidmesh_bin()?;
+        let child = Command::new(bin)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        Ok(Proc {
+            name: name.to_owned(),
+            child,
+        })
+    }
+
+    /// Kills the process at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

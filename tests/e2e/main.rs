@@ -1,0 +1,295 @@
+//! End to end across processes: `droidmesh sim` (two phones) attached through Debian's adb
+//! server, and `droidmesh serve device|executor|manager|gateway` as four separate processes,
+//! with a scripted LLM HTTP server on loopback standing in for the model.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::time::Duration;
+
+use droidmesh_e2e::{Proc, free_port};
+use droidmesh_llm::WireFormat;
+use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+use droidmesh_proto::v1::gateway_client::GatewayClient;
+use droidmesh_proto::v1::{ListDevicesRequest, TaskEvent, TaskRequest, TaskState, task_event};
+use droidmesh_sim::testkit::{AdbServer, adb_available};
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+
+struct Mesh {
+    adb: AdbServer,
+    serials: Vec<String>,
+    gateway: GatewayClient<Channel>,
+    executor: Proc,
+    _procs: Vec<Proc>,
+    _llm: MockLlmServer,
+    _dir: std::path::PathBuf,
+}
+
+fn reply(text: &str) -> MockResponse {
+    MockResponse::success(WireFormat::Openai, text, "scripted-model", 400, 30)
+}
+
+/// Two consecutive free ports for the simulator.
+fn sim_port() -> u16 {
+    for _ in 0..50 {
+        let p = free_port();
+        if p > 0 && p < 65000 && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+    panic!("no two consecutive free ports");
+}
+
+async fn start(script: Vec<MockResponse>) -> Mesh {
+    let adb = AdbServer::start().unwrap();
+    let port = sim_port();
+    let sim = Proc::spawn(
+        "sim",
+        &["sim", "--port", &port.to_string(), "--devices", "2"],
+    )
+    .unwrap();
+    let mut serials = Vec::new();
+    for p in [port, port + 1] {
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{p}").parse().unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        serials.push(adb.connect(addr).unwrap());
+    }
+    let llm = MockLlmServer::start(script).await.unwrap();
+    let (dev, exe, man, gw) = (free_port(), free_port(), free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("droidmesh-e2e-{}-{gw}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        r#"[listen]
+host = "127.0.0.1"
+device = {dev}
+executor = {exe}
+manager = {man}
+gateway = {gw}
+
+[endpoints]
+device = "http://127.0.0.1:{dev}"
+executor = "http://127.0.0.1:{exe}"
+manager = "http://127.0.0.1:{man}"
+gateway = "http://127.0.0.1:{gw}"
+
+[device]
+adb_server = "127.0.0.1:{adb}"
+
+[gateway]
+lease_ttl_ms = 3000
+
+[llm.providers.mock]
+wire = "openai"
+base_url = "{url}/v1"
+retry = {{ max_attempts = 1, initial_backoff = "10ms", max_backoff = "10ms" }}
+
+[llm.profiles.default]
+provider = "mock"
+model = "scripted-model"
+"#,
+        adb = adb.port,
+        url = llm.url()
+    );
+    let path = dir.join("droidmesh.toml");
+    std::fs::write(&path, config).unwrap();
+    let cfg = path.to_str().unwrap();
+    let mut procs = vec![sim];
+    for svc in ["device", "manager", "gateway"] {
+        procs.push(Proc::spawn(svc, &["--config", cfg, "serve", svc]).unwrap());
+    }
+    let executor = Proc::spawn("executor", &["--config", cfg, "serve", "executor"]).unwrap();
+    // Every service listens before the first task.
+    for p in [dev, exe, man, gw] {
+        let mut up = false;
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", p)).is_ok() {
+                up = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(up, "nothing listens on port {p}");
+    }
+    let endpoint = format!("http://127.0.0.1:{gw}");
+    let mut gateway = None;
+    for _ in 0..200 {
+        if let Ok(mut g) = GatewayClient::connect(endpoint.clone()).await
+            && let Ok(list) = g.list_devices(ListDevicesRequest {}).await
+            && serials
+                .iter()
+                .all(|s| list.get_ref().devices.iter().any(|d| &d.serial == s))
+        {
+            gateway = Some(g);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gateway = gateway.expect("the gateway never listed both simulators");
+    Mesh {
+        adb,
+        serials,
+        gateway,
+        executor,
+        _procs: procs,
+        _llm: llm,
+        _dir: dir,
+    }
+}
+
+async fn run(mesh: &Mesh, req: TaskRequest) -> Vec<TaskEvent> {
+    let mut g = mesh.gateway.clone();
+    let mut s = g.run_task(req).await.unwrap().into_inner();
+    let mut events = Vec::new();
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(60), s.next()).await {
+        events.push(ev.unwrap());
+    }
+    events
+}
+
+fn completed(events: &[TaskEvent]) -> droidmesh_proto::v1::TaskCompleted {
+    match events.last().and_then(|e| e.kind.clone()) {
+        Some(task_event::Kind::Completed(c)) => c,
+        other => panic!("the stream did not end with completed: {other:?}"),
+    }
+}
+
+async fn lease_holder(mesh: &Mesh, serial: &str) -> Option<String> {
+    let mut g = mesh.gateway.clone();
+    let list = g
+        .list_devices(ListDevicesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    list.devices
+        .into_iter()
+        .find(|d| d.serial == serial)
+        .and_then(|d| d.lease)
+        .map(|l| l.holder)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
+    if !adb_available() {
+        eprintln!("note: adb is not installed; skipping the cross-process tests");
+        return;
+    }
+    let mut mesh = start(vec![
+        reply("Settings first.\n```javascript\nopen_app('Settings')\n```"),
+        reply("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
+        reply("```javascript\nopen_app('Contacts')\n```"),
+        reply("```javascript\nconst names = ui_state.filter(e => e.resource_id === 'android:id/title').map(e => e.text);\ncomplete(true, names[2])\n```"),
+        reply("```json\n{\"name\": \"Barbara Liskov\"}\n```"),
+        reply("```javascript\nwait(10000)\n```"),
+    ])
+    .await;
+
+    // Open Settings and turn on Wi-Fi: the phone's own setting flips.
+    let (a, b) = (mesh.serials[0].clone(), mesh.serials[1].clone());
+    assert_eq!(
+        mesh.adb
+            .shell(&a, "settings get global wifi_on")
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    let events = run(
+        &mesh,
+        TaskRequest {
+            goal: "Open Settings and turn on Wi-Fi".into(),
+            device: a.clone(),
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    let done = completed(&events);
+    assert!(done.success, "{done:?}");
+    assert_eq!(
+        mesh.adb
+            .shell(&a, "settings get global wifi_on")
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    let code = events
+        .iter()
+        .filter(|e| matches!(e.kind, Some(task_event::Kind::Code(_))))
+        .count();
+    let tools: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(task_event::Kind::ToolResult(r)) => Some(r.tool.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(code, 2);
+    assert_eq!(tools, ["open_app", "tap", "complete"]);
+    assert_eq!(lease_holder(&mesh, &a).await, None);
+
+    // Structured output: the 3rd contact, read from the simulator, as schema-valid JSON.
+    let schema = r#"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}"#;
+    let events = run(
+        &mesh,
+        TaskRequest {
+            goal: "What is the name of the 3rd contact?".into(),
+            device: b.clone(),
+            output_schema: Some(schema.into()),
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    let done = completed(&events);
+    assert!(done.success, "{done:?}");
+    assert_eq!(done.answer, "Barbara Liskov");
+    let json: serde_json::Value =
+        serde_json::from_str(done.structured_output.as_deref().unwrap()).unwrap();
+    assert_eq!(json["name"], "Barbara Liskov");
+
+    // The executor process dies mid-task: the task fails with a reason, the device is free.
+    let mut g = mesh.gateway.clone();
+    let id = g
+        .submit_task(TaskRequest {
+            goal: "Wait around".into(),
+            device: a.clone(),
+            ..TaskRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    let mut watch = g
+        .watch_task(droidmesh_proto::v1::WatchTaskRequest {
+            task_id: id.clone(),
+            from_seq: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // Kill once the model's `wait` is running on the executor.
+    while let Some(ev) = watch.next().await {
+        if matches!(ev.unwrap().kind, Some(task_event::Kind::Code(_))) {
+            break;
+        }
+    }
+    mesh.executor.kill();
+    let mut rest = Vec::new();
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(30), watch.next()).await {
+        rest.push(ev.unwrap());
+    }
+    let done = completed(&rest);
+    assert!(!done.success);
+    assert!(done.error.contains("executor"), "{}", done.error);
+    let task = g
+        .get_task(droidmesh_proto::v1::GetTaskRequest { task_id: id })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(task.state, TaskState::Failed as i32);
+    assert_eq!(
+        lease_holder(&mesh, &a).await,
+        None,
+        "the lease survived the executor"
+    );
+}
