@@ -1,7 +1,5 @@
-//! Health, reflection, drain and trace-context propagation, with real gRPC clients.
+//! Health, reflection and drain, with real gRPC clients.
 use droidmesh_runtime::{ClientOptions, ServeOptions, connect, serve};
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::service::Routes;
@@ -12,7 +10,6 @@ use tonic_reflection::pb::v1::ServerReflectionRequest;
 use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-use tracing_subscriber::layer::SubscriberExt;
 
 async fn start(
     services: &[&str],
@@ -95,50 +92,4 @@ async fn reflection_lists_droidmesh_services_v1() {
         );
     }
     let _ = stop.send(());
-}
-
-#[tokio::test]
-async fn trace_context_crosses_the_hop() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
-    opentelemetry::global::set_text_map_propagator(
-        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
-    );
-
-    let (addr, stop, _handle) = start(&[]).await;
-    let channel = connect(&addr, &ClientOptions::default()).unwrap();
-    let mut health = HealthClient::new(channel);
-    let client_span = tracing::info_span!("client_call");
-    let traceparent = {
-        let _enter = client_span.enter();
-        droidmesh_runtime::trace_context::current_traceparent()
-    };
-    let traceparent = traceparent.expect("client span has a trace context");
-    let call = health.check(HealthCheckRequest {
-        service: String::new(),
-    });
-    tracing::Instrument::instrument(call, client_span.clone())
-        .await
-        .unwrap();
-    drop(client_span);
-    let _ = stop.send(());
-    provider.force_flush().unwrap();
-
-    let trace_id = traceparent.split('-').nth(1).unwrap().to_owned();
-    let spans = exporter.get_finished_spans().unwrap();
-    let server = spans
-        .iter()
-        .find(|s| s.name.contains("grpc.health.v1.Health/Check"))
-        .unwrap_or_else(|| {
-            panic!(
-                "no server span among {:?}",
-                spans.iter().map(|s| &s.name).collect::<Vec<_>>()
-            )
-        });
-    assert_eq!(server.span_context.trace_id().to_string(), trace_id);
 }
