@@ -54,6 +54,10 @@ impl Proc {
         })
     }
 
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the process at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -182,6 +182,8 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
         reply("```javascript\nopen_app('Contacts')\n```"),
         reply("```javascript\nconst names = ui_state.filter(e => e.resource_id === 'android:id/title').map(e => e.text);\ncomplete(true, names[2])\n```"),
         reply("```json\n{\"name\": \"Barbara Liskov\"}\n```"),
+        reply("```javascript\nwait(1500);\ncomplete(true, 'waited')\n```"),
+        reply("```javascript\nwait(1500);\ncomplete(true, 'waited')\n```"),
         reply("```javascript\nwait(10000)\n```"),
     ])
     .await;
@@ -246,6 +248,43 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
     let json: serde_json::Value =
         serde_json::from_str(done.structured_output.as_deref().unwrap()).unwrap();
     assert_eq!(json["name"], "Barbara Liskov");
+
+    // Two tasks on two devices at once both succeed; a third for a busy device is refused
+    // with the documented answer (FAILED_PRECONDITION naming the holder).
+    let both = |serial: String| {
+        let mut g = mesh.gateway.clone();
+        async move {
+            let req = TaskRequest {
+                goal: "Wait a moment".into(),
+                device: serial,
+                ..TaskRequest::default()
+            };
+            let s = g.run_task(req).await.unwrap().into_inner();
+            s.filter_map(Result::ok).collect::<Vec<_>>().await
+        }
+    };
+    let (ta, tb) = (tokio::spawn(both(a.clone())), tokio::spawn(both(b.clone())));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut g = mesh.gateway.clone();
+    let busy = g
+        .submit_task(TaskRequest {
+            goal: "Me too".into(),
+            device: a.clone(),
+            ..TaskRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), tonic::Code::FailedPrecondition, "{busy:?}");
+    assert!(
+        busy.message().contains("leased by task-"),
+        "{}",
+        busy.message()
+    );
+    for t in [ta, tb] {
+        let events = t.await.unwrap();
+        let done = completed(&events);
+        assert!(done.success && done.answer == "waited", "{done:?}");
+    }
 
     // The executor process dies mid-task: the task fails with a reason, the device is free.
     let mut g = mesh.gateway.clone();

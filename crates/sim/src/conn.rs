@@ -117,6 +117,19 @@ pub async fn serve(
     writer.abort();
 }
 
+/// Acknowledges received segments at once instead of delaying the ACK (Linux re-arms delayed
+/// ACKs, so this is set before every read). adb_client writes a message's header and payload in
+/// two writes without TCP_NODELAY: with a delayed ACK here, Nagle holds the payload back ~40 ms.
+fn quick_ack(rd: &tokio::net::tcp::OwnedReadHalf) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let stream: &TcpStream = rd.as_ref();
+        let _ = socket2::SockRef::from(stream).set_tcp_quickack(true);
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = rd;
+}
+
 async fn read_loop(
     rd: &mut tokio::net::tcp::OwnedReadHalf,
     conn: &mut Conn,
@@ -124,9 +137,11 @@ async fn read_loop(
 ) -> String {
     let mut head = [0u8; HEADER_LEN];
     loop {
+        quick_ack(rd);
         if let Err(e) = rd.read_exact(&mut head).await {
             return format!("read: {e}");
         }
+        quick_ack(rd);
         let h = match Header::decode(&head) {
             Ok(h) => h,
             Err(e) => return format!("protocol error: {e}"),

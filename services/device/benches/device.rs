@@ -17,11 +17,12 @@ fn main() {
     let quick = !std::env::args().any(|a| a == "--bench");
     let iters = if quick { 5 } else { 300 };
     bench_xml(if quick { 5 } else { 500 });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(bench_direct(iters));
     if !droidmesh_sim::testkit::adb_available() {
         println!("adb not installed: skipping the device round-trip benchmarks");
         return;
     }
-    let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(bench_device(iters));
 }
 
@@ -97,6 +98,40 @@ fn report(name: &str, times: &mut [Duration]) {
         pct(0.99),
         times[times.len() - 1]
     );
+}
+
+/// One adb call straight to the device's ADB port (no adb server): what `droidmesh up` and
+/// `droidmesh run` use for their built-in simulated devices.
+async fn bench_direct(iters: usize) {
+    let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        base_port: 0,
+        devices: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let key = tempfile::tempdir().unwrap();
+    let dev = droidmesh_device::adb::AdbDevice::new(
+        "direct".into(),
+        droidmesh_device::adb::Route::Direct(fleet.addrs()[0]),
+        Duration::from_secs(10),
+        Some(key.path().join("adbkey")),
+    );
+    dev.probe().await.unwrap();
+    for (name, cmd) in [
+        ("`echo ok`", "echo ok"),
+        ("`uiautomator dump`", "uiautomator dump /dev/tty"),
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..iters {
+            let t = Instant::now();
+            dev.shell(cmd).await.unwrap();
+            times.push(t.elapsed());
+        }
+        report(&format!("adb_client shell {name} direct TCP"), &mut times);
+    }
+    fleet.shutdown().await;
 }
 
 async fn bench_device(iters: usize) {

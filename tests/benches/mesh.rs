@@ -1,0 +1,295 @@
+//! Benchmarks of the whole mesh, services as separate processes (`cargo build --release -p
+//! droidmesh && cargo bench -p droidmesh-e2e --bench mesh`): framework overhead per CodeAct
+//! step with a zero-latency LLM double, step rate of 50 concurrent tasks on 50 simulators with
+//! a 200 ms LLM double, resident memory per active task, and `droidmesh run` cold start.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use droidmesh_e2e::{Proc, droidmesh_bin, free_port};
+use droidmesh_llm::WireFormat;
+use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::gateway_client::GatewayClient;
+use droidmesh_proto::v1::{GetStateRequest, ListDevicesRequest, TaskRequest, task_event};
+use tokio_stream::StreamExt;
+
+const STEP: &str = "```javascript\nconsole.log(ui_state.length)\n```";
+
+struct Mesh {
+    gateway: GatewayClient<tonic::transport::Channel>,
+    device_ep: String,
+    serials: Vec<String>,
+    pids: Vec<(String, u32)>,
+    _procs: Vec<Proc>,
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse()
+                    .unwrap_or(0)
+            })
+        })
+        .unwrap_or(0)
+}
+
+async fn start(sims: usize, llm_url: &str) -> Mesh {
+    let sim_port = loop {
+        let p = free_port();
+        if p < 60000
+            && (1..sims as u16).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok())
+        {
+            break p;
+        }
+    };
+    let sim = Proc::spawn(
+        "sim",
+        &[
+            "sim",
+            "--port",
+            &sim_port.to_string(),
+            "--devices",
+            &sims.to_string(),
+        ],
+    )
+    .unwrap();
+    let serials: Vec<String> = (0..sims as u16)
+        .map(|i| format!("127.0.0.1:{}", sim_port + i))
+        .collect();
+    for s in &serials {
+        while std::net::TcpStream::connect(s.as_str()).is_err() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let (dev, exe, man, gw) = (free_port(), free_port(), free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("droidmesh-bench-{}-{gw}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let direct: Vec<String> = serials.iter().map(|s| format!("\"{s}\"")).collect();
+    let config = format!(
+        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\n\
+         [endpoints]\ndevice = \"http://127.0.0.1:{dev}\"\nexecutor = \"http://127.0.0.1:{exe}\"\nmanager = \"http://127.0.0.1:{man}\"\ngateway = \"http://127.0.0.1:{gw}\"\n\
+         [device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
+         [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n[llm.profiles.default]\nprovider = \"mock\"\nmodel = \"bench\"\n",
+        direct.join(", ")
+    );
+    let path = dir.join("droidmesh.toml");
+    std::fs::write(&path, config).unwrap();
+    let cfg = path.to_str().unwrap();
+    let mut procs = vec![sim];
+    let mut pids = Vec::new();
+    for svc in ["device", "executor", "manager", "gateway"] {
+        let p = Proc::spawn(svc, &["--config", cfg, "serve", svc]).unwrap();
+        pids.push((svc.to_owned(), p.id()));
+        procs.push(p);
+    }
+    for p in [dev, exe, man, gw] {
+        while std::net::TcpStream::connect(("127.0.0.1", p)).is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let mut gateway = GatewayClient::connect(format!("http://127.0.0.1:{gw}"))
+        .await
+        .unwrap();
+    loop {
+        let n = gateway
+            .list_devices(ListDevicesRequest {})
+            .await
+            .map(|r| r.into_inner().devices.len())
+            .unwrap_or(0);
+        if n >= sims {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Mesh {
+        gateway,
+        device_ep: format!("http://127.0.0.1:{dev}"),
+        serials,
+        pids,
+        _procs: procs,
+    }
+}
+
+/// Runs one task of `steps` steps; returns the times between consecutive step starts.
+async fn task(mesh: &Mesh, serial: &str, steps: u32) -> Vec<Duration> {
+    let mut g = mesh.gateway.clone();
+    let req = TaskRequest {
+        goal: "bench".into(),
+        device: serial.into(),
+        max_steps: Some(steps),
+        ..TaskRequest::default()
+    };
+    let mut s = g.run_task(req).await.unwrap().into_inner();
+    let mut starts = Vec::new();
+    while let Some(ev) = s.next().await {
+        if matches!(ev.unwrap().kind, Some(task_event::Kind::StepStarted(_))) {
+            starts.push(Instant::now());
+        }
+    }
+    starts.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[tokio::main]
+async fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("mesh benchmarks run under `cargo bench` only");
+        return;
+    }
+    if let Err(e) = droidmesh_bin() {
+        println!("skipping: {e} (cargo build --release -p droidmesh)");
+        return;
+    }
+    droidmesh_llm::install_crypto_provider();
+
+    // 1. Framework overhead per step: zero-latency LLM double, one task.
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(MockResponse::success(
+        WireFormat::Openai,
+        STEP,
+        "bench",
+        100,
+        10,
+    ));
+    let mesh = start(1, &llm.url()).await;
+    let _warm = task(&mesh, &mesh.serials[0], 5).await;
+    let mut steps = task(&mesh, &mesh.serials[0], 200).await;
+    let mut device = DeviceServiceClient::connect(mesh.device_ep.clone())
+        .await
+        .unwrap();
+    let mut dev_times = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        device
+            .get_state(GetStateRequest {
+                serial: mesh.serials[0].clone(),
+                include_screenshot: false,
+                screenshot_max_side: 0,
+            })
+            .await
+            .unwrap();
+        dev_times.push(t.elapsed());
+    }
+    let http = reqwest_free_rtt(&llm.url()).await;
+    let (step50, dev50) = (pct(&mut steps, 0.5), pct(&mut dev_times, 0.5));
+    println!(
+        "step time, zero-latency LLM (n={}): p50 {:?} p90 {:?}",
+        steps.len(),
+        step50,
+        pct(&mut steps, 0.9)
+    );
+    println!("  GetState alone p50 {dev50:?}; LLM double HTTP round trip p50 {http:?}");
+    println!(
+        "  framework overhead per step (step - device - LLM) p50 ~ {:?}  (target <= 2 ms)",
+        step50.saturating_sub(dev50).saturating_sub(http)
+    );
+    drop(mesh);
+
+    // 2. 50 concurrent tasks on 50 simulators, 200 ms LLM double.
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(
+        MockResponse::success(WireFormat::Openai, STEP, "bench", 100, 10)
+            .delay(Duration::from_millis(200)),
+    );
+    let n = 50;
+    let mesh = start(n, &llm.url()).await;
+    let rss = |m: &Mesh| -> u64 {
+        m.pids
+            .iter()
+            .filter(|(s, _)| s == "gateway" || s == "executor")
+            .map(|(_, p)| rss_kb(*p))
+            .sum()
+    };
+    let idle = rss(&mesh);
+    let steps_per_task = 20u32;
+    let t = Instant::now();
+    let mesh = std::sync::Arc::new(mesh);
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let m = mesh.clone();
+        handles.push(tokio::spawn(async move {
+            let serial = m.serials[i].clone();
+            task(&m, &serial, steps_per_task).await
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let busy = rss(&mesh);
+    for h in handles {
+        h.await.unwrap();
+    }
+    let wall = t.elapsed();
+    let total = f64::from(steps_per_task) * n as f64;
+    let rate = total / wall.as_secs_f64();
+    let ideal = n as f64 / 0.2;
+    println!(
+        "{n} concurrent tasks x {steps_per_task} steps, 200 ms LLM: {:.1} steps/s in {:.1?}; ideal {ideal:.0} steps/s -> {:.0}% (target >= 90%)",
+        rate,
+        wall,
+        100.0 * rate / ideal
+    );
+    println!(
+        "resident memory gateway+executor: idle {idle} kB, {n} tasks active {busy} kB -> {:.2} MB per active task (target <= 4 MB)",
+        (busy.saturating_sub(idle)) as f64 / 1024.0 / n as f64
+    );
+    drop(mesh);
+
+    // 3. `droidmesh run` cold start to the first device request (embedded mesh, replay).
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut child = Command::new(droidmesh_bin().unwrap())
+            .args(["run", "Open Settings and turn on Wi-Fi"])
+            .env_remove("OPENAI_API_KEY")
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        for line in BufReader::new(out).lines() {
+            if line.unwrap().starts_with("step 1") {
+                samples.push(t.elapsed());
+                break;
+            }
+        }
+        let _ = child.wait();
+    }
+    println!(
+        "droidmesh run: process start to step 1 (first device read follows at once): p50 {:?} (target <= 500 ms)",
+        pct(&mut samples, 0.5)
+    );
+}
+
+/// Round trip of one request to the LLM double, without the LLM client.
+async fn reqwest_free_rtt(url: &str) -> Duration {
+    let addr = url.trim_start_matches("http://").to_owned();
+    let body = r#"{"model":"bench","messages":[{"role":"user","content":"x"}]}"#;
+    let mut times = Vec::new();
+    for _ in 0..100 {
+        let t = Instant::now();
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let req = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).await.unwrap();
+        times.push(t.elapsed());
+    }
+    pct(&mut times, 0.5)
+}
