@@ -8,7 +8,10 @@ use droidmesh_e2e::{Proc, free_port};
 use droidmesh_llm::WireFormat;
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_proto::v1::gateway_client::GatewayClient;
-use droidmesh_proto::v1::{ListDevicesRequest, TaskEvent, TaskRequest, TaskState, task_event};
+use droidmesh_proto::v1::{
+    CancelTaskRequest, GetTaskRequest, ListDevicesRequest, TaskEvent, TaskRequest, TaskState,
+    WatchTaskRequest, task_event,
+};
 use droidmesh_sim::testkit::{AdbServer, adb_available};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
@@ -18,6 +21,9 @@ struct Mesh {
     serials: Vec<String>,
     gateway: GatewayClient<Channel>,
     executor: Proc,
+    device: Proc,
+    /// Arguments that start the device service again (after `device.kill()`).
+    device_args: Vec<String>,
     _procs: Vec<Proc>,
     _llm: MockLlmServer,
     _dir: std::path::PathBuf,
@@ -97,7 +103,11 @@ model = "scripted-model"
     std::fs::write(&path, config).unwrap();
     let cfg = path.to_str().unwrap();
     let mut procs = vec![sim];
-    for svc in ["device", "manager", "gateway"] {
+    let device_args: Vec<String> = ["--config", cfg, "serve", "device"]
+        .map(String::from)
+        .to_vec();
+    let device = Proc::spawn("device", &["--config", cfg, "serve", "device"]).unwrap();
+    for svc in ["manager", "gateway"] {
         procs.push(Proc::spawn(svc, &["--config", cfg, "serve", svc]).unwrap());
     }
     let executor = Proc::spawn("executor", &["--config", cfg, "serve", "executor"]).unwrap();
@@ -133,6 +143,8 @@ model = "scripted-model"
         serials,
         gateway,
         executor,
+        device,
+        device_args,
         _procs: procs,
         _llm: llm,
         _dir: dir,
@@ -299,7 +311,7 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
         .into_inner()
         .task_id;
     let mut watch = g
-        .watch_task(droidmesh_proto::v1::WatchTaskRequest {
+        .watch_task(WatchTaskRequest {
             task_id: id.clone(),
             from_seq: 1,
         })
@@ -321,7 +333,7 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
     assert!(!done.success);
     assert!(done.error.contains("executor"), "{}", done.error);
     let task = g
-        .get_task(droidmesh_proto::v1::GetTaskRequest { task_id: id })
+        .get_task(GetTaskRequest { task_id: id })
         .await
         .unwrap()
         .into_inner();
@@ -331,4 +343,234 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
         None,
         "the lease survived the executor"
     );
+}
+
+/// Submits a task and watches it until the first code block has been sent to the executor.
+async fn submit_until_code(mesh: &Mesh, req: TaskRequest) -> (String, tonic::Streaming<TaskEvent>) {
+    let mut g = mesh.gateway.clone();
+    let id = g.submit_task(req).await.unwrap().into_inner().task_id;
+    let mut watch = g
+        .watch_task(WatchTaskRequest {
+            task_id: id.clone(),
+            from_seq: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    while let Some(ev) = watch.next().await {
+        if matches!(ev.unwrap().kind, Some(task_event::Kind::Code(_))) {
+            break;
+        }
+    }
+    (id, watch)
+}
+
+async fn rest_of(watch: &mut tonic::Streaming<TaskEvent>) -> Vec<TaskEvent> {
+    let mut rest = Vec::new();
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(30), watch.next()).await {
+        rest.push(ev.unwrap());
+    }
+    rest
+}
+
+async fn task_state(mesh: &Mesh, id: &str) -> TaskState {
+    let mut g = mesh.gateway.clone();
+    let task = g
+        .get_task(GetTaskRequest {
+            task_id: id.to_owned(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    TaskState::try_from(task.state).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_replies_step_limits_cancel_reconnect_and_a_killed_device_service() {
+    if !adb_available() {
+        eprintln!("note: adb is not installed; skipping the cross-process tests");
+        return;
+    }
+    let mut mesh = start(vec![
+        // Prose with no code, then broken JavaScript, then good code.
+        reply("I should open the notes app first."),
+        reply(
+            "```javascript
+open_app('Notes'
+```",
+        ),
+        reply(
+            "```javascript
+open_app('Notes');
+complete(true, 'recovered')
+```",
+        ),
+        // Two steps that never complete.
+        reply(
+            "```javascript
+console.log('looking')
+```",
+        ),
+        reply(
+            "```javascript
+console.log('still looking')
+```",
+        ),
+        // Cancelled while the code runs.
+        reply(
+            "```javascript
+wait(10000)
+```",
+        ),
+        // Three steps, watched with a reconnect in the middle.
+        reply(
+            "```javascript
+console.log('one')
+```",
+        ),
+        reply(
+            "```javascript
+console.log('two')
+```",
+        ),
+        reply(
+            "```javascript
+complete(true, 'three')
+```",
+        ),
+        // The device service dies while the code runs.
+        reply(
+            "```javascript
+wait(3000)
+```",
+        ),
+    ])
+    .await;
+    let a = mesh.serials[0].clone();
+    let req = |goal: &str| TaskRequest {
+        goal: goal.into(),
+        device: a.clone(),
+        ..TaskRequest::default()
+    };
+
+    // The model's bad replies go back to it as observations; the third reply succeeds.
+    let events = run(&mesh, req("Open Notes")).await;
+    let done = completed(&events);
+    assert!(done.success && done.answer == "recovered", "{done:?}");
+    let errors: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(task_event::Kind::Observation(o)) => o.error.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("no JavaScript"), "{}", errors[0]);
+    assert!(errors[1].contains("Syntax"), "{}", errors[1]);
+    let focus = mesh
+        .adb
+        .shell(&a, "dumpsys window | grep mCurrentFocus")
+        .unwrap();
+    assert!(focus.contains("notes"), "Notes is not in front: {focus}");
+
+    // Step limit: two steps without complete() end the task as failed, saying so.
+    let events = run(
+        &mesh,
+        TaskRequest {
+            max_steps: Some(2),
+            ..req("Find something that is not there")
+        },
+    )
+    .await;
+    let done = completed(&events);
+    assert!(!done.success);
+    assert!(done.error.contains("step limit (2)"), "{}", done.error);
+    assert_eq!(lease_holder(&mesh, &a).await, None);
+
+    // Cancel mid-run: the task ends cancelled and the device is free at once.
+    let (id, mut watch) = submit_until_code(&mesh, req("Wait for a long time")).await;
+    let mut g = mesh.gateway.clone();
+    let cancelled = g
+        .cancel_task(CancelTaskRequest {
+            task_id: id.clone(),
+            reason: "changed my mind".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.state, TaskState::Cancelled as i32);
+    let done = completed(&rest_of(&mut watch).await);
+    assert!(!done.success);
+    assert_eq!(task_state(&mesh, &id).await, TaskState::Cancelled);
+    assert_eq!(lease_holder(&mesh, &a).await, None);
+
+    // A client that drops its stream and watches again from its last seq + 1 gets every
+    // event exactly once: the same events as a full replay.
+    let mut g = mesh.gateway.clone();
+    let id = g
+        .submit_task(req("Count to three"))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    let mut first = g
+        .watch_task(WatchTaskRequest {
+            task_id: id.clone(),
+            from_seq: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        seen.push(first.next().await.unwrap().unwrap());
+    }
+    drop(first);
+    let last = seen.last().unwrap().seq;
+    let mut again = g
+        .watch_task(WatchTaskRequest {
+            task_id: id.clone(),
+            from_seq: last + 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    seen.extend(rest_of(&mut again).await);
+    assert!(completed(&seen).success);
+    let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let mut replay = g
+        .watch_task(WatchTaskRequest {
+            task_id: id.clone(),
+            from_seq: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let replay = rest_of(&mut replay).await;
+    assert_eq!(replay, seen);
+
+    // The device service dies mid-task: the task fails naming the device; a restarted
+    // device service has no stale lease, so the phone is free for the next task.
+    let (id, mut watch) = submit_until_code(&mesh, req("Wait, then look")).await;
+    mesh.device.kill();
+    let done = completed(&rest_of(&mut watch).await);
+    assert!(!done.success);
+    assert!(done.error.contains("device"), "{}", done.error);
+    assert_eq!(task_state(&mesh, &id).await, TaskState::Failed);
+    let args: Vec<&str> = mesh.device_args.iter().map(String::as_str).collect();
+    mesh.device = Proc::spawn("device", &args).unwrap();
+    let mut free = false;
+    for _ in 0..200 {
+        let mut g = mesh.gateway.clone();
+        if let Ok(list) = g.list_devices(ListDevicesRequest {}).await
+            && let Some(d) = list.get_ref().devices.iter().find(|d| d.serial == a)
+        {
+            assert!(d.lease.is_none(), "stale lease after restart: {d:?}");
+            free = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(free, "the restarted device service never listed {a}");
 }
