@@ -38,6 +38,61 @@ pub struct RunArgs {
     /// Simulated devices to start when the mesh is embedded.
     #[arg(long, default_value_t = 2)]
     pub sims: usize,
+    /// Model name for every agent of the embedded mesh (e.g. gpt-4o, qwen2.5:7b).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server for the embedded mesh (Ollama:
+    /// http://localhost:11434/v1). A key, if it needs one, is read from OPENAI_API_KEY.
+    #[arg(long)]
+    pub llm_url: Option<String>,
+}
+
+/// Applies `--llm-url` / `--model` to the embedded mesh's `[llm]` config: every agent's profile
+/// then uses that server and model. Returns whether a model was configured this way.
+fn apply_model_flags(args: &RunArgs, config: &mut Config) -> Result<bool> {
+    if args.llm_url.is_none() && args.model.is_none() {
+        return Ok(false);
+    }
+    if args.gateway.is_some() {
+        anyhow::bail!(
+            "--model and --llm-url configure the embedded mesh; a remote gateway's agents use their own [llm] config"
+        );
+    }
+    let mut llm = config.llm.take().unwrap_or_default();
+    let provider = match &args.llm_url {
+        Some(url) => {
+            let mut p = droidmesh_llm::ProviderConfig::new(
+                "cli",
+                droidmesh_llm::WireFormat::Openai,
+                url.trim(),
+            );
+            if api_key_in_env() {
+                p = p.with_api_key_env("OPENAI_API_KEY");
+            }
+            llm.providers.insert("cli".into(), p);
+            "cli".to_owned()
+        }
+        None => llm
+            .profile(droidmesh_llm::DEFAULT_PROFILE)
+            .map(|(_, p)| p.provider.clone())
+            .unwrap_or_else(|| "openai".into()),
+    };
+    let model = match &args.model {
+        Some(m) if !m.trim().is_empty() => m.trim().to_owned(),
+        _ => anyhow::bail!("--llm-url needs --model NAME (the model the server should run)"),
+    };
+    llm.profiles
+        .entry(droidmesh_llm::DEFAULT_PROFILE.to_owned())
+        .or_insert_with(|| droidmesh_llm::ProfileConfig::new(&provider, &model));
+    for profile in llm.profiles.values_mut() {
+        profile.provider.clone_from(&provider);
+        profile.model.clone_from(&model);
+    }
+    if let Err(problems) = llm.validate() {
+        anyhow::bail!("--llm-url/--model: {}", problems.join("; "));
+    }
+    config.llm = Some(llm);
+    Ok(true)
 }
 
 fn api_key_in_env() -> bool {
@@ -59,10 +114,11 @@ fn demo_llm() -> Result<droidmesh_llm::LlmConfig> {
 pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
     let started = Instant::now();
     let mut device = args.device.clone();
+    let flagged = apply_model_flags(&args, &mut config)?;
     let (endpoint, mesh) = match &args.gateway {
         Some(g) => (g.clone(), None),
         None => {
-            if config.llm.is_none() && !api_key_in_env() {
+            if !flagged && config.llm.is_none() && !api_key_in_env() {
                 println!("note: no model is configured (no [llm] section, no OPENAI_API_KEY).");
                 println!("      Replaying a recorded session of the demo goal \"{DEMO_GOAL}\":");
                 println!("      the answers below come from a cassette, not from a live model.");

@@ -41,3 +41,55 @@ fn the_demo_runs_on_simulators_and_says_it_is_a_replay() {
         "{text}"
     );
 }
+
+#[test]
+fn run_with_llm_url_drives_the_simulator_with_that_model() {
+    use droidmesh_llm::WireFormat;
+    use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let reply =
+        |text: &str| MockResponse::success(WireFormat::Openai, text, "local-model", 500, 20);
+    let llm = rt
+        .block_on(MockLlmServer::start([
+            reply("```javascript\nopen_app('Settings')\n```"),
+            reply(
+                "```javascript\nconst w = ui_state.find(e => e.text === 'Bluetooth');\ntap(w.index);\ncomplete(true, 'Bluetooth toggled')\n```",
+            ),
+        ]))
+        .unwrap();
+    let out = droidmesh()
+        .args([
+            "run",
+            "--llm-url",
+            &format!("{}/v1", llm.url()),
+            "--model",
+            "local-model",
+            "Turn on Bluetooth",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("Replaying"), "{text}");
+    assert!(text.contains("SUCCEEDED after 2 steps"), "{text}");
+    assert!(text.contains("answer: Bluetooth toggled"), "{text}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].json()["model"], "local-model");
+    assert!(requests[0].header("authorization").is_none());
+}
+
+#[test]
+fn llm_url_without_a_model_is_refused() {
+    let out = droidmesh()
+        .args(["run", "--llm-url", "http://127.0.0.1:9/v1", "Open Settings"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--llm-url needs --model"), "{err}");
+}
