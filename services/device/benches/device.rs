@@ -129,7 +129,10 @@ async fn bench_direct(iters: usize) {
             dev.shell(cmd).await.unwrap();
             times.push(t.elapsed());
         }
-        report(&format!("adb_client shell {name} direct TCP"), &mut times);
+        report(
+            &format!("shell {name} direct TCP (native client)"),
+            &mut times,
+        );
     }
     fleet.shutdown().await;
 }

@@ -1,4 +1,4 @@
-//! The device service: DeviceService over adb_client, with leases, UI state and screenshots.
+//! The device service: DeviceService over an adb server or direct ADB-over-TCP, with leases, UI state and screenshots.
 //!
 //! Entry point: [`device_service`] builds the tonic server from a [`DeviceConfig`].
 pub mod actions;

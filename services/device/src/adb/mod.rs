@@ -1,14 +1,13 @@
-//! The ADB layer: runs device commands through adb_client, off the async workers and bounded
-//! by a timeout, over an adb server or straight to a device's ADB-over-TCP port.
+//! The ADB layer: runs device commands over an adb server (adb_client, off the async workers)
+//! or straight to a device's ADB-over-TCP port (our own async client), bounded by a timeout.
+pub mod direct;
 pub mod host;
 pub mod key;
 
 use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use adb_client::server_device::ADBServerDevice;
-use adb_client::tcp::ADBTcpDevice;
 use adb_client::{ADBDeviceExt, RustADBError};
 
 use crate::error::{DeviceError, Result};
@@ -22,19 +21,14 @@ pub enum Route {
     Direct(SocketAddr),
 }
 
-/// Idle direct-TCP connections to one device. adb_client's TCP device is one connection that
-/// cannot run two sessions at once, so concurrent commands take separate connections; each
-/// keeps its CNXN handshake for the next call. A connection that failed is dropped.
-type Pool = Arc<Mutex<Vec<ADBTcpDevice>>>;
-
 /// One device and the way to reach it.
 #[derive(Debug)]
 pub struct AdbDevice {
     serial: String,
     route: Route,
     timeout: Duration,
-    key_path: Option<std::path::PathBuf>,
-    pool: Pool,
+    /// The connection kept to a direct device; `None` through a server.
+    direct: Option<direct::DirectDevice>,
 }
 
 impl AdbDevice {
@@ -44,12 +38,15 @@ impl AdbDevice {
         timeout: Duration,
         key_path: Option<std::path::PathBuf>,
     ) -> Self {
+        let direct = match &route {
+            Route::Direct(addr) => Some(direct::DirectDevice::new(*addr, key_path)),
+            Route::Server(_) => None,
+        };
         Self {
             serial,
             route,
             timeout,
-            key_path,
-            pool: Arc::default(),
+            direct,
         }
     }
 
@@ -69,11 +66,39 @@ impl AdbDevice {
     /// Runs `command` in the device's shell and returns its raw output (binary safe: shell v2
     /// through the server, the raw `shell:` service directly).
     pub async fn shell_bytes(&self, command: &str) -> Result<Vec<u8>> {
+        let timed_out = || DeviceError::Timeout {
+            serial: self.serial.clone(),
+            command: command.to_owned(),
+            timeout_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+        };
+        let addr = match (&self.route, &self.direct) {
+            (Route::Server(addr), _) => *addr,
+            (Route::Direct(_), Some(dev)) => {
+                // Cancel-safe: on timeout the stream is closed on the device.
+                return match tokio::time::timeout(self.timeout, dev.shell(command)).await {
+                    Err(_) => Err(timed_out()),
+                    Ok(Ok(out)) => Ok(out),
+                    Ok(Err(direct::DirectError::Connection(detail))) => {
+                        Err(DeviceError::Unavailable {
+                            serial: self.serial.clone(),
+                            detail: format!("`{command}` failed: {detail}"),
+                        })
+                    }
+                    Ok(Err(direct::DirectError::Refused(detail))) => Err(DeviceError::Adb {
+                        target: format!("device {}", self.serial),
+                        detail: format!("`{command}` failed: {detail}"),
+                    }),
+                };
+            }
+            (Route::Direct(addr), None) => {
+                return Err(DeviceError::Unavailable {
+                    serial: self.serial.clone(),
+                    detail: format!("no connection was set up for {addr}"),
+                });
+            }
+        };
         let serial = self.serial.clone();
         let cmd = command.to_owned();
-        let route = self.route.clone();
-        let pool = self.pool.clone();
-        let key = self.key_path.clone();
         // A detached thread rather than `spawn_blocking`: adb_client reads without a timeout,
         // so a stalled device can hold the call forever. The caller gives up after
         // `self.timeout`; the thread ends when the device's connection finally breaks, and a
@@ -81,31 +106,8 @@ impl AdbDevice {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let work = move || -> std::result::Result<Vec<u8>, RustADBError> {
             let mut out = Vec::new();
-            match route {
-                Route::Server(addr) => {
-                    let mut dev = ADBServerDevice::new(serial, Some(addr));
-                    dev.shell_command(&cmd, Some(&mut out), None)?;
-                }
-                Route::Direct(addr) => {
-                    let idle = pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-                    let mut dev = match idle {
-                        Some(d) => d,
-                        None => {
-                            let key = key.or_else(key::default_key_path).ok_or_else(|| {
-                                RustADBError::ADBRequestFailed(
-                                    "no home directory for the adb key; set device.adb_key_path"
-                                        .into(),
-                                )
-                            })?;
-                            key::ensure_key(&key)
-                                .map_err(|e| RustADBError::ADBRequestFailed(e.to_string()))?;
-                            ADBTcpDevice::new_with_custom_private_key(addr, key)?
-                        }
-                    };
-                    dev.shell_command(&cmd, Some(&mut out), None)?;
-                    pool.lock().unwrap_or_else(|p| p.into_inner()).push(dev);
-                }
-            }
+            let mut dev = ADBServerDevice::new(serial, Some(addr));
+            dev.shell_command(&cmd, Some(&mut out), None)?;
             Ok(out)
         };
         let spawned = std::thread::Builder::new()
@@ -120,11 +122,7 @@ impl AdbDevice {
             });
         }
         match tokio::time::timeout(self.timeout, rx).await {
-            Err(_) => Err(DeviceError::Timeout {
-                serial: self.serial.clone(),
-                command: command.to_owned(),
-                timeout_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-            }),
+            Err(_) => Err(timed_out()),
             Ok(Err(join)) => Err(DeviceError::Unavailable {
                 serial: self.serial.clone(),
                 detail: format!("the adb worker for `{command}` stopped: {join}"),

@@ -1,0 +1,339 @@
+//! The direct client against droidmesh-sim (the real device side of the protocol) and against
+//! small scripted devices on loopback for what the simulator does not do (authentication,
+//! refusals, dropped connections, garbage).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use rsa::Pkcs1v15Sign;
+use tokio::net::TcpListener;
+
+use super::*;
+
+fn test_key_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/adbkey_test.pem")
+}
+
+async fn sim() -> droidmesh_sim::SimFleet {
+    droidmesh_sim::start(droidmesh_sim::SimOptions {
+        base_port: 0,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+fn text(b: Vec<u8>) -> String {
+    String::from_utf8(b).unwrap()
+}
+
+#[tokio::test]
+async fn runs_shell_commands_on_the_simulator_over_one_connection() {
+    let fleet = sim().await;
+    let dev = DirectDevice::new(fleet.addrs()[0], Some(test_key_path()));
+    assert_eq!(text(dev.shell("echo hello").await.unwrap()), "hello\n");
+    dev.shell("settings put global wifi_on 1").await.unwrap();
+    assert_eq!(
+        text(dev.shell("settings get global wifi_on").await.unwrap()).trim(),
+        "1"
+    );
+    // Binary output arrives intact: a PNG from screencap.
+    let png = dev.shell("screencap -p").await.unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{:?}", &png[..8]);
+    assert!(png.len() > 1000);
+
+    // Many commands at once share the connection and each gets its own answer.
+    let dev = Arc::new(dev);
+    let calls = (0..40).map(|i| {
+        let dev = dev.clone();
+        tokio::spawn(async move { (i, dev.shell(&format!("echo n{i}")).await) })
+    });
+    for call in calls {
+        let (i, out) = call.await.unwrap();
+        assert_eq!(text(out.unwrap()), format!("n{i}\n"));
+    }
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restarted_device_is_reconnected_and_a_gone_one_is_an_error() {
+    let fleet = sim().await;
+    let addr = fleet.addrs()[0];
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    assert_eq!(text(dev.shell("echo one").await.unwrap()), "one\n");
+    fleet.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let err = dev.shell("echo two").await.unwrap_err();
+    assert!(matches!(err, DirectError::Connection(_)), "{err:?}");
+    assert!(err.to_string().contains(&addr.to_string()), "{err}");
+
+    // The device comes back on the same port: the next call connects again by itself.
+    let back = droidmesh_sim::start(droidmesh_sim::SimOptions {
+        host: addr.ip(),
+        base_port: addr.port(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(text(dev.shell("echo three").await.unwrap()), "three\n");
+    back.shutdown().await;
+}
+
+/// What a scripted device does with a connection.
+#[derive(Clone, Copy, PartialEq)]
+enum Script {
+    /// Asks for AUTH; `knows_key` decides whether the signature is accepted.
+    Auth { knows_key: bool },
+    /// Accepts the handshake, then refuses every service.
+    RefuseServices,
+    /// Accepts, answers one command, then drops the connection.
+    DropAfterOne,
+    /// Accepts, acknowledges OPEN, never answers.
+    Stall,
+    /// Speaks HTTP instead of ADB.
+    Garbage,
+    /// Asks for TLS.
+    Tls,
+}
+
+struct Seen {
+    signature: Option<Vec<u8>>,
+    public_key: Option<Vec<u8>>,
+    token: Vec<u8>,
+}
+
+async fn read_msg(s: &mut BufReader<tokio::net::TcpStream>) -> Option<Message> {
+    let mut h = [0u8; HEADER_LEN];
+    s.read_exact(&mut h).await.ok()?;
+    let w = |i: usize| u32::from_le_bytes([h[i * 4], h[i * 4 + 1], h[i * 4 + 2], h[i * 4 + 3]]);
+    let mut payload = vec![0u8; w(3) as usize];
+    s.read_exact(&mut payload).await.ok()?;
+    Some(Message {
+        command: w(0),
+        arg0: w(1),
+        arg1: w(2),
+        payload,
+    })
+}
+
+/// Serves connections on a loopback port following `script`; returns the address and what
+/// the device received during authentication.
+async fn scripted(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Seen {
+        signature: None,
+        public_key: None,
+        token: (100u8..120).collect(),
+    }));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let mut s = BufReader::new(sock);
+                let hello = read_msg(&mut s).await.unwrap();
+                assert_eq!(hello.command, A_CNXN);
+                let banner = b"device::ro.product.model=Scripted\0";
+                let cnxn = encode(A_CNXN, A_VERSION, 256 * 1024, banner);
+                match script {
+                    Script::Garbage => {
+                        s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\nxxxxxxxxxxxxxxxx")
+                            .await
+                            .unwrap();
+                        return;
+                    }
+                    Script::Tls => {
+                        s.write_all(&encode(A_STLS, 0x0100_0000, 0, &[]))
+                            .await
+                            .unwrap();
+                        return;
+                    }
+                    Script::Auth { knows_key } => {
+                        let token = seen.lock().unwrap().token.clone();
+                        s.write_all(&encode(A_AUTH, AUTH_TOKEN, 0, &token))
+                            .await
+                            .unwrap();
+                        let sig = read_msg(&mut s).await.unwrap();
+                        assert_eq!((sig.command, sig.arg0), (A_AUTH, AUTH_SIGNATURE));
+                        seen.lock().unwrap().signature = Some(sig.payload);
+                        if !knows_key {
+                            s.write_all(&encode(A_AUTH, AUTH_TOKEN, 0, &token))
+                                .await
+                                .unwrap();
+                            let pk = read_msg(&mut s).await.unwrap();
+                            assert_eq!((pk.command, pk.arg0), (A_AUTH, AUTH_RSAPUBLICKEY));
+                            seen.lock().unwrap().public_key = Some(pk.payload);
+                        }
+                    }
+                    _ => {}
+                }
+                s.write_all(&cnxn).await.unwrap();
+                let mut answered = 0;
+                while let Some(m) = read_msg(&mut s).await {
+                    if m.command != A_OPEN {
+                        continue;
+                    }
+                    let host = m.arg0;
+                    match script {
+                        Script::RefuseServices => {
+                            s.write_all(&encode(A_CLSE, 0, host, &[])).await.unwrap();
+                        }
+                        Script::Stall => {
+                            s.write_all(&encode(A_OKAY, 7, host, &[])).await.unwrap();
+                        }
+                        _ => {
+                            if script == Script::DropAfterOne && answered == 1 {
+                                return;
+                            }
+                            let cmd = String::from_utf8_lossy(&m.payload).to_string();
+                            let reply = format!("ran {}\n", cmd.trim_end_matches('\0'));
+                            let mut out = encode(A_OKAY, 7, host, &[]);
+                            out.extend(encode(A_WRTE, 7, host, reply.as_bytes()));
+                            out.extend(encode(A_CLSE, 7, host, &[]));
+                            s.write_all(&out).await.unwrap();
+                            answered += 1;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+#[tokio::test]
+async fn a_device_that_knows_the_key_checks_our_signature() {
+    let (addr, seen) = scripted(Script::Auth { knows_key: true }).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    assert_eq!(text(dev.shell("id").await.unwrap()), "ran shell:id\n");
+    let key = key::load_key(&test_key_path()).unwrap();
+    let seen = seen.lock().unwrap();
+    key.to_public_key()
+        .verify(
+            Pkcs1v15Sign::new::<sha1::Sha1>(),
+            &seen.token,
+            seen.signature.as_ref().unwrap(),
+        )
+        .unwrap();
+    assert!(seen.public_key.is_none());
+}
+
+#[tokio::test]
+async fn a_device_that_does_not_know_the_key_is_offered_it() {
+    let (addr, seen) = scripted(Script::Auth { knows_key: false }).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    assert_eq!(text(dev.shell("id").await.unwrap()), "ran shell:id\n");
+    let key = key::load_key(&test_key_path()).unwrap();
+    let payload = seen.lock().unwrap().public_key.clone().unwrap();
+    let text = std::str::from_utf8(&payload).unwrap();
+    let (b64, who) = text.trim_end_matches('\0').split_once(' ').unwrap();
+    assert!(who.starts_with("droidmesh@"));
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    assert_eq!(blob, key::android_pubkey(&key.to_public_key()).unwrap());
+}
+
+#[tokio::test]
+async fn a_missing_key_file_is_created_when_a_device_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("adbkey");
+    let (addr, _) = scripted(Script::Auth { knows_key: true }).await;
+    let dev = DirectDevice::new(addr, Some(path.clone()));
+    dev.shell("id").await.unwrap();
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+}
+
+#[tokio::test]
+async fn refusals_garbage_and_tls_are_clear_errors() {
+    let (addr, _) = scripted(Script::RefuseServices).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    let err = dev.shell("id").await.unwrap_err();
+    assert_eq!(
+        err,
+        DirectError::Refused("the device refused `shell`".into())
+    );
+
+    let (addr, _) = scripted(Script::Garbage).await;
+    let err = DirectDevice::new(addr, Some(test_key_path()))
+        .shell("id")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, DirectError::Connection(m) if m.contains("not an ADB message")),
+        "{err}"
+    );
+
+    let (addr, _) = scripted(Script::Tls).await;
+    let err = DirectDevice::new(addr, Some(test_key_path()))
+        .shell("id")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, DirectError::Refused(m) if m.contains("adb pair")),
+        "{err}"
+    );
+
+    // A command longer than the device accepts is refused before it is sent.
+    let (addr, _) = scripted(Script::DropAfterOne).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    let long = "x".repeat(300 * 1024);
+    let err = dev.shell(&format!("echo {long}")).await.unwrap_err();
+    assert!(
+        matches!(&err, DirectError::Refused(m) if m.contains("262144")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_dropped_mid_command_is_reported_not_retried() {
+    let (addr, _) = scripted(Script::DropAfterOne).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    assert_eq!(text(dev.shell("a").await.unwrap()), "ran shell:a\n");
+    let err = dev.shell("b").await.unwrap_err();
+    assert!(
+        matches!(&err, DirectError::Connection(m) if m.contains("closed during")),
+        "{err}"
+    );
+    // The next call opens a new connection.
+    assert_eq!(text(dev.shell("c").await.unwrap()), "ran shell:c\n");
+}
+
+#[tokio::test]
+async fn a_stalled_command_can_be_abandoned_and_the_connection_keeps_working() {
+    let (addr, _) = scripted(Script::Stall).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    let r = tokio::time::timeout(Duration::from_millis(100), dev.shell("sleep")).await;
+    assert!(r.is_err(), "a stalled command must not return");
+    let conn = dev.conn.lock().await.clone().unwrap();
+    assert!(
+        conn.streams().is_empty(),
+        "the abandoned stream is forgotten"
+    );
+    assert!(conn.alive.load(Ordering::Acquire));
+}
+
+#[test]
+fn encoded_headers_carry_checksum_and_magic() {
+    let m = encode(A_OPEN, 5, 0, b"shell:id\0");
+    assert_eq!(m.len(), HEADER_LEN + 9);
+    let w = |i: usize| u32::from_le_bytes([m[i * 4], m[i * 4 + 1], m[i * 4 + 2], m[i * 4 + 3]]);
+    assert_eq!(w(0), A_OPEN);
+    assert_eq!(w(3), 9);
+    assert_eq!(
+        w(4),
+        b"shell:id\0".iter().map(|b| u32::from(*b)).sum::<u32>()
+    );
+    assert_eq!(w(5), A_OPEN ^ 0xffff_ffff);
+}
