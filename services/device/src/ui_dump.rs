@@ -133,30 +133,36 @@ fn push_node(
     };
     let mut bounds = None;
     let mut password = false;
-    for attr in e.attributes() {
+    // Duplicate-attribute checks are off (they are quadratic in the attribute count; a
+    // repeated attribute simply overrides), and only the values kept are decoded: flags are
+    // compared undecoded.
+    for attr in e.attributes().with_checks(false) {
         let attr = attr.map_err(|err| bad(format!("malformed attribute: {err}")))?;
-        let value = attr
-            .normalized_value(XmlVersion::Implicit1_0)
-            .map_err(|err| bad(format!("bad attribute value: {err}")))?;
-        let flag = value.as_ref() == "true";
+        let flag = || attr.value.as_ref() == "true";
+        let text = || {
+            attr.normalized_value(XmlVersion::Implicit1_0)
+                .map(|v| v.into_owned())
+                .map_err(|err| bad(format!("bad attribute value: {err}")))
+        };
         match attr.key.as_ref() {
-            "text" => el.text = value.into_owned(),
-            "resource-id" => el.resource_id = value.into_owned(),
-            "class" => el.class_name = value.into_owned(),
-            "package" => el.package = value.into_owned(),
-            "content-desc" => el.content_desc = value.into_owned(),
-            "checkable" => el.checkable = flag,
-            "checked" => el.checked = flag,
-            "clickable" => el.clickable = flag,
-            "enabled" => el.enabled = flag,
-            "focusable" => el.focusable = flag,
-            "focused" => el.focused = flag,
-            "scrollable" => el.scrollable = flag,
-            "long-clickable" => el.long_clickable = flag,
-            "password" => password = flag,
-            "selected" => el.selected = flag,
-            "editable" => el.editable = flag,
+            "text" => el.text = text()?,
+            "resource-id" => el.resource_id = text()?,
+            "class" => el.class_name = text()?,
+            "package" => el.package = text()?,
+            "content-desc" => el.content_desc = text()?,
+            "checkable" => el.checkable = flag(),
+            "checked" => el.checked = flag(),
+            "clickable" => el.clickable = flag(),
+            "enabled" => el.enabled = flag(),
+            "focusable" => el.focusable = flag(),
+            "focused" => el.focused = flag(),
+            "scrollable" => el.scrollable = flag(),
+            "long-clickable" => el.long_clickable = flag(),
+            "password" => password = flag(),
+            "selected" => el.selected = flag(),
+            "editable" => el.editable = flag(),
             "bounds" => {
+                let value = text()?;
                 bounds = Some(parse_bounds(&value).ok_or_else(|| {
                     bad(format!("bounds must look like [l,t][r,b], got '{value}'"))
                 })?);
