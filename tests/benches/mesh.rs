@@ -1,7 +1,8 @@
 //! Benchmarks of the whole mesh, services as separate processes (`cargo build --release -p
 //! droidmesh && cargo bench -p droidmesh-e2e --bench mesh`): framework overhead per CodeAct
 //! step with a zero-latency LLM double, step rate of 50 concurrent tasks on 50 simulators with
-//! a 200 ms LLM double, resident memory per active task, and `droidmesh run` cold start.
+//! a 200 ms LLM double, resident memory per active task, `droidmesh run` cold start, and the
+//! device layer's footprint (one idle simulated device; the device service holding 20).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -12,7 +13,9 @@ use droidmesh_llm::WireFormat;
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::gateway_client::GatewayClient;
-use droidmesh_proto::v1::{GetStateRequest, ListDevicesRequest, TaskRequest, task_event};
+use droidmesh_proto::v1::{
+    AcquireLeaseRequest, GetStateRequest, ListDevicesRequest, TaskRequest, task_event,
+};
 use tokio_stream::StreamExt;
 
 const STEP: &str = "```javascript\nconsole.log(ui_state.length)\n```";
@@ -153,6 +156,8 @@ async fn main() {
     }
     droidmesh_llm::install_crypto_provider();
 
+    device_footprint().await;
+
     // 1. Framework overhead per step: zero-latency LLM double, one task.
     let llm = MockLlmServer::start(vec![]).await.unwrap();
     llm.set_log_requests(false);
@@ -292,4 +297,70 @@ async fn reqwest_free_rtt(url: &str) -> Duration {
         times.push(t.elapsed());
     }
     pct(&mut times, 0.5)
+}
+
+/// Resident memory of one idle simulated device (its own process, after a few commands), and
+/// of the device service holding 20 direct devices, each leased and read once.
+async fn device_footprint() {
+    let port = free_port();
+    let _sim = Proc::spawn("sim1", &["sim", "--port", &port.to_string()]).unwrap();
+    let sim_pid = _sim.id();
+    let addr = format!("127.0.0.1:{port}");
+    while std::net::TcpStream::connect(&addr).is_err() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dev = droidmesh_device::adb::AdbDevice::new(
+        addr.clone(),
+        droidmesh_device::adb::Route::Direct(addr.parse().unwrap()),
+        Duration::from_secs(10),
+        None,
+    );
+    for cmd in [
+        "uiautomator dump /dev/tty",
+        "monkey -p com.android.settings 1",
+        "uiautomator dump /dev/tty",
+        "screencap -p",
+    ] {
+        dev.shell_bytes(cmd).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    println!(
+        "resident memory of one idle simulated device (own process, after dump + screencap): {:.1} MB (target <= 20 MB)",
+        rss_kb(sim_pid) as f64 / 1024.0
+    );
+    drop(dev);
+
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    let mesh = start(20, &llm.url()).await;
+    let mut device = DeviceServiceClient::connect(mesh.device_ep.clone())
+        .await
+        .unwrap();
+    for serial in &mesh.serials {
+        device
+            .acquire_lease(AcquireLeaseRequest {
+                serial: serial.clone(),
+                holder: "bench".into(),
+                ttl_ms: 600_000,
+            })
+            .await
+            .unwrap();
+        device
+            .get_state(GetStateRequest {
+                serial: serial.clone(),
+                include_screenshot: true,
+                screenshot_max_side: 1024,
+            })
+            .await
+            .unwrap();
+    }
+    let pid = mesh
+        .pids
+        .iter()
+        .find(|(s, _)| s == "device")
+        .map(|(_, p)| *p)
+        .unwrap();
+    println!(
+        "resident memory of the device service holding 20 devices (leased, state and screenshot read): {:.1} MB (target <= 60 MB)",
+        rss_kb(pid) as f64 / 1024.0
+    );
 }
