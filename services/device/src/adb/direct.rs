@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rsa::RsaPrivateKey;
@@ -115,6 +115,9 @@ struct Conn {
     next_id: AtomicU32,
     max_payload: usize,
     alive: AtomicBool,
+    /// Messages received so far; a call abandoned with none arriving meanwhile means the
+    /// device went silent, not just slow.
+    received: AtomicU64,
     reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -151,6 +154,7 @@ impl Conn {
                 Ok(m) => m,
                 Err(e) => break e.to_string(),
             };
+            self.received.fetch_add(1, Ordering::Relaxed);
             // Device messages carry (device id, our id).
             let (remote, local) = (m.arg0, m.arg1);
             match m.command {
@@ -210,6 +214,7 @@ impl Conn {
             local,
             remote: None,
             done: false,
+            received_at_open: self.received.load(Ordering::Relaxed),
         };
         if let Err(e) = self.send(A_OPEN, local, 0, &payload).await {
             // Nothing reached the device: the caller may try again on a new connection.
@@ -247,18 +252,39 @@ impl Conn {
 }
 
 /// Forgets a stream whose caller went away (a timeout drops the future) and closes it on
-/// the device.
+/// the device. If nothing at all arrived on the connection while the call waited, the device
+/// has gone silent (a phone that dropped off Wi-Fi sends no FIN): the connection is given up,
+/// so the next call connects afresh instead of waiting on a dead socket.
 struct StreamGuard {
     conn: Arc<Conn>,
     local: u32,
     remote: Option<u32>,
     done: bool,
+    received_at_open: u64,
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         self.conn.streams().remove(&self.local);
         if self.done || !self.conn.alive.load(Ordering::Acquire) {
+            return;
+        }
+        if self.conn.received.load(Ordering::Relaxed) == self.received_at_open {
+            tracing::debug!(
+                "no answer from the device during an abandoned call; dropping the connection"
+            );
+            self.conn.alive.store(false, Ordering::Release);
+            // Other calls waiting on this connection learn at once that it is gone.
+            self.conn.streams().clear();
+            if let Some(task) = self
+                .conn
+                .reader
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+            {
+                task.abort();
+            }
             return;
         }
         if let (Some(remote), Ok(rt)) = (self.remote, tokio::runtime::Handle::try_current()) {
@@ -402,6 +428,7 @@ impl DirectDevice {
             next_id: AtomicU32::new(1),
             max_payload,
             alive: AtomicBool::new(true),
+            received: AtomicU64::new(0),
             reader: Mutex::new(None),
         });
         let task = tokio::spawn(conn.clone().read_loop(rd));

@@ -93,6 +93,8 @@ enum Script {
     DropAfterOne,
     /// Accepts, acknowledges OPEN, never answers.
     Stall,
+    /// Accepts the handshake, then reads and never answers anything (a device gone silent).
+    Silent,
     /// Speaks HTTP instead of ADB.
     Garbage,
     /// Asks for TLS.
@@ -122,6 +124,14 @@ async fn read_msg(s: &mut BufReader<tokio::net::TcpStream>) -> Option<Message> {
 /// Serves connections on a loopback port following `script`; returns the address and what
 /// the device received during authentication.
 async fn scripted(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>) {
+    let (addr, seen, _) = scripted_counting(script).await;
+    (addr, seen)
+}
+
+/// [`scripted`], also counting the connections accepted.
+async fn scripted_counting(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>, Arc<AtomicU32>) {
+    let accepted = Arc::new(AtomicU32::new(0));
+    let counter = accepted.clone();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Seen {
@@ -135,6 +145,7 @@ async fn scripted(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>) {
             let Ok((sock, _)) = listener.accept().await else {
                 return;
             };
+            counter.fetch_add(1, Ordering::Relaxed);
             let seen = seen2.clone();
             tokio::spawn(async move {
                 let mut s = BufReader::new(sock);
@@ -188,6 +199,7 @@ async fn scripted(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>) {
                         Script::Stall => {
                             s.write_all(&encode(A_OKAY, 7, host, &[])).await.unwrap();
                         }
+                        Script::Silent => {}
                         _ => {
                             if script == Script::DropAfterOne && answered == 1 {
                                 return;
@@ -205,7 +217,7 @@ async fn scripted(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>) {
             });
         }
     });
-    (addr, seen)
+    (addr, seen, accepted)
 }
 
 #[tokio::test]
@@ -336,4 +348,25 @@ fn encoded_headers_carry_checksum_and_magic() {
         b"shell:id\0".iter().map(|b| u32::from(*b)).sum::<u32>()
     );
     assert_eq!(w(5), A_OPEN ^ 0xffff_ffff);
+}
+
+#[tokio::test]
+async fn a_device_gone_silent_is_reconnected_on_the_next_call() {
+    let (addr, _, accepted) = scripted_counting(Script::Silent).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    for _ in 0..2 {
+        let r = tokio::time::timeout(Duration::from_millis(100), dev.shell("id")).await;
+        assert!(r.is_err(), "a silent device must not answer");
+    }
+    // Nothing arrived while each call waited: each call after the first used a new connection.
+    assert_eq!(accepted.load(Ordering::Relaxed), 2);
+
+    // A device that answers something (the OKAY of the open) is slow, not gone: kept.
+    let (addr, _, accepted) = scripted_counting(Script::Stall).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    for _ in 0..2 {
+        let r = tokio::time::timeout(Duration::from_millis(100), dev.shell("sleep")).await;
+        assert!(r.is_err());
+    }
+    assert_eq!(accepted.load(Ordering::Relaxed), 1);
 }
