@@ -78,8 +78,16 @@ fn load(path: Option<PathBuf>) -> Result<Config> {
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
-    let cli = Cli::parse();
+async fn main() {
+    // An error is a message with its causes, not a stack trace (whatever RUST_BACKTRACE says);
+    // the exit code is 1, as for a task that failed.
+    if let Err(e) = real_main(Cli::parse()).await {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Sim {
             port,

@@ -45,6 +45,13 @@ pub struct RunArgs {
     /// http://localhost:11434/v1). A key, if it needs one, is read from OPENAI_API_KEY.
     #[arg(long)]
     pub llm_url: Option<String>,
+    /// Record every model answer of this run to a cassette file (embedded mesh, live model;
+    /// refused when CI is set). Play it back later with --replay.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<std::path::PathBuf>,
+    /// Play a recorded cassette instead of calling a model (embedded mesh, no network).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["llm_url", "model"])]
+    pub replay: Option<std::path::PathBuf>,
 }
 
 /// Applies `--llm-url` / `--model` to the embedded mesh's `[llm]` config: every agent's profile
@@ -104,17 +111,75 @@ fn demo_llm() -> Result<droidmesh_llm::LlmConfig> {
     let path = std::env::temp_dir().join(format!("droidmesh-demo-{}.json", std::process::id()));
     std::fs::write(&path, DEMO_CASSETTE)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    let toml = format!(
-        "[providers.demo]\nwire = \"replay\"\ncassette = {:?}\n[profiles.default]\nprovider = \"demo\"\nmodel = \"recorded-demo-model\"\n",
-        path.display().to_string()
+    replay_llm(&path, "recorded-demo-model")
+}
+
+/// Every agent plays `cassette`.
+fn replay_llm(cassette: &std::path::Path, model: &str) -> Result<droidmesh_llm::LlmConfig> {
+    let mut llm = droidmesh_llm::LlmConfig::default();
+    llm.providers.insert(
+        "replay".into(),
+        droidmesh_llm::ProviderConfig::replay("replay", cassette),
     );
-    droidmesh_llm::LlmConfig::from_toml_str(&toml).context("demo llm config")
+    llm.profiles.insert(
+        droidmesh_llm::DEFAULT_PROFILE.to_owned(),
+        droidmesh_llm::ProfileConfig::new("replay", model),
+    );
+    if let Err(problems) = llm.validate() {
+        anyhow::bail!("replay of {}: {}", cassette.display(), problems.join("; "));
+    }
+    Ok(llm)
+}
+
+/// Applies `--replay` and `--record` to the embedded mesh's `[llm]` config.
+fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -> Result<()> {
+    if args.gateway.is_some() && (args.record.is_some() || args.replay.is_some()) {
+        anyhow::bail!(
+            "--record and --replay apply to the embedded mesh; a remote gateway's agents use their own [llm] config"
+        );
+    }
+    if let Some(path) = &args.replay {
+        // Read now: a missing or malformed file is refused before the mesh starts.
+        let cassette = droidmesh_llm::Cassette::load(path)
+            .with_context(|| format!("--replay {}", path.display()))?;
+        println!(
+            "note: replaying {} ({} recorded answers from {}): no live model is called.",
+            path.display(),
+            cassette.interactions.len(),
+            cassette.provider_label
+        );
+        config.llm = Some(replay_llm(path, "recorded")?);
+    }
+    if let Some(path) = &args.record {
+        if !live_flags && config.llm.is_none() && !api_key_in_env() {
+            anyhow::bail!(
+                "--record needs a live model: pass --llm-url/--model, set OPENAI_API_KEY, or configure [llm]"
+            );
+        }
+        let mut llm = config
+            .llm
+            .take()
+            .unwrap_or_else(droidmesh_llm::LlmConfig::defaults);
+        // The providers the agents actually use (so the cassette is labelled by the one that
+        // answered, not by an unused built-in).
+        let used: std::collections::BTreeSet<String> =
+            llm.profiles.values().map(|p| p.provider.clone()).collect();
+        for (name, provider) in &mut llm.providers {
+            if used.contains(name) && provider.wire != droidmesh_llm::WireFormat::Replay {
+                provider.record_to = Some(path.clone());
+            }
+        }
+        println!("note: recording every model answer to {}", path.display());
+        config.llm = Some(llm);
+    }
+    Ok(())
 }
 
 pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
     let started = Instant::now();
     let mut device = args.device.clone();
     let flagged = apply_model_flags(&args, &mut config)?;
+    apply_cassette_flags(&args, &mut config, flagged)?;
     let (endpoint, mesh) = match &args.gateway {
         Some(g) => (g.clone(), None),
         None => {

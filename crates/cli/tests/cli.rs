@@ -57,6 +57,9 @@ fn run_with_llm_url_drives_the_simulator_with_that_model() {
             ),
         ]))
         .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("bluetooth.json");
+    let cassette_arg = cassette.to_str().unwrap();
     let out = droidmesh()
         .args([
             "run",
@@ -64,8 +67,11 @@ fn run_with_llm_url_drives_the_simulator_with_that_model() {
             &format!("{}/v1", llm.url()),
             "--model",
             "local-model",
+            "--record",
+            cassette_arg,
             "Turn on Bluetooth",
         ])
+        .env_remove("CI")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -81,6 +87,56 @@ fn run_with_llm_url_drives_the_simulator_with_that_model() {
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].json()["model"], "local-model");
     assert!(requests[0].header("authorization").is_none());
+
+    // The recording replays the same run with the model server gone.
+    drop(llm);
+    drop(rt);
+    let recorded = droidmesh_llm::Cassette::load(&cassette).unwrap();
+    assert_eq!(recorded.interactions.len(), 2);
+    let out = droidmesh()
+        .args(["run", "--replay", cassette_arg, "Turn on Bluetooth"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("2 recorded answers from cli"), "{text}");
+    assert!(text.contains("replayed"), "{text}");
+    assert!(text.contains("SUCCEEDED after 2 steps"), "{text}");
+    assert!(text.contains("answer: Bluetooth toggled"), "{text}");
+}
+
+#[test]
+fn record_needs_a_live_model_and_replay_a_readable_cassette() {
+    let out = droidmesh()
+        .args([
+            "run",
+            "--record",
+            "/tmp/never-written.json",
+            "Open Settings",
+        ])
+        .env_remove("DROIDMESH_CONFIG")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--record needs a live model"), "{err}");
+
+    let out = droidmesh()
+        .args([
+            "run",
+            "--replay",
+            "/nonexistent/cassette.json",
+            "Open Settings",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/cassette.json"), "{err}");
 }
 
 #[test]

@@ -64,7 +64,7 @@ struct Backend {
     /// `gen_ai.provider.name` and `ChatResponse::provider`.
     label: String,
     engine: Engine,
-    recorder: Option<Recorder>,
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl Backend {
@@ -98,7 +98,7 @@ impl Backend {
             Engine::Http(_) => config.name.clone(),
         };
         let recorder = match &config.record_to {
-            Some(path) => Some(Recorder::start(path, &config.name, env("CI").as_deref())?),
+            Some(path) => Some(Recorder::shared(path, &config.name, env("CI").as_deref())?),
             None => None,
         };
         Ok(Self {

@@ -12,7 +12,7 @@ use crate::error::{LlmError, Result};
 use crate::message::{ChatRequest, ChatResponse, Part, Usage};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
 
 /// A recorded session: what each call answered.
@@ -243,7 +243,30 @@ pub(crate) struct Recorder {
     cassette: Mutex<Cassette>,
 }
 
+/// Recorders alive in this process, by absolute cassette path: every client recording to one
+/// file (the executor's and the manager's, when the mesh runs in one process) appends to the
+/// same cassette instead of overwriting each other's.
+static RECORDERS: Mutex<Vec<(PathBuf, Weak<Recorder>)>> = Mutex::new(Vec::new());
+
 impl Recorder {
+    /// The recorder already writing `path` in this process, or a fresh one (see
+    /// [`Recorder::start`]).
+    pub fn shared(path: &Path, label: &str, ci: Option<&str>) -> Result<Arc<Self>> {
+        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let mut live = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        live.retain(|(_, r)| r.strong_count() > 0);
+        if let Some(r) = live
+            .iter()
+            .find(|(p, _)| *p == key)
+            .and_then(|(_, r)| r.upgrade())
+        {
+            return Ok(r);
+        }
+        let r = Arc::new(Self::start(path, label, ci)?);
+        live.push((key, Arc::downgrade(&r)));
+        Ok(r)
+    }
+
     /// Refuses in CI; otherwise starts a fresh cassette at `path` (written now, so that an
     /// unwritable path fails before any call).
     pub fn start(path: &Path, label: &str, ci: Option<&str>) -> Result<Self> {
@@ -272,7 +295,7 @@ impl Recorder {
 /// Wraps a live model and records each answer to a cassette file.
 pub struct RecordingModel {
     inner: Arc<dyn ChatModel>,
-    recorder: Recorder,
+    recorder: Arc<Recorder>,
 }
 
 impl RecordingModel {
@@ -291,7 +314,7 @@ impl RecordingModel {
     ) -> Result<Self> {
         Ok(Self {
             inner,
-            recorder: Recorder::start(path.as_ref(), label, ci)?,
+            recorder: Recorder::shared(path.as_ref(), label, ci)?,
         })
     }
 }

@@ -250,3 +250,47 @@ async fn record_to_in_config_records_every_call() {
     );
     assert_eq!(c.interactions[0].response.text, "hi");
 }
+
+#[tokio::test]
+async fn two_clients_recording_to_one_file_share_the_cassette() {
+    // The executor and the manager of an embedded mesh each build a client from the same
+    // config: their answers must land in one cassette, not overwrite each other.
+    let server = MockLlmServer::start([
+        MockResponse::success(WireFormat::Openai, "from the executor", MODEL, 3, 1),
+        MockResponse::success(WireFormat::Openai, "from the manager", MODEL, 3, 1),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.json");
+    let mut p = provider(WireFormat::Openai, &server);
+    p.record_to = Some(path.clone());
+    let executor = client(&config(p.clone()));
+    let manager = client(&config(p));
+    executor.chat("executor", hello()).await.unwrap();
+    manager.chat("manager", hello()).await.unwrap();
+    let texts: Vec<String> = Cassette::load(&path)
+        .unwrap()
+        .interactions
+        .into_iter()
+        .map(|i| i.response.text)
+        .collect();
+    assert_eq!(texts, ["from the executor", "from the manager"]);
+
+    // Once every client is gone, recording to the path again starts a fresh cassette.
+    drop((executor, manager));
+    let server = MockLlmServer::start([MockResponse::success(
+        WireFormat::Openai,
+        "new",
+        MODEL,
+        3,
+        1,
+    )])
+    .await
+    .unwrap();
+    let mut p = provider(WireFormat::Openai, &server);
+    p.record_to = Some(path.clone());
+    let again = client(&config(p));
+    again.chat("executor", hello()).await.unwrap();
+    assert_eq!(Cassette::load(&path).unwrap().interactions.len(), 1);
+}

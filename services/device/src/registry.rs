@@ -40,6 +40,7 @@ pub struct Registry {
     timeout: Duration,
     key_path: Option<PathBuf>,
     slots: RwLock<HashMap<String, Arc<Slot>>>,
+    server_warned: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {
@@ -54,6 +55,7 @@ impl Registry {
             timeout,
             key_path,
             slots: RwLock::default(),
+            server_warned: std::sync::atomic::AtomicBool::new(false),
         };
         for addr in direct {
             reg.insert_direct(
@@ -111,7 +113,15 @@ impl Registry {
                     if !has_direct {
                         return Err(e);
                     }
-                    tracing::warn!(error = %e, "adb server unreachable; listing direct devices only");
+                    // Said once: a mesh of direct devices without an adb server is normal.
+                    if !self
+                        .server_warned
+                        .swap(true, std::sync::atomic::Ordering::Relaxed)
+                    {
+                        tracing::warn!(error = %e, "adb server unreachable; listing direct devices only");
+                    } else {
+                        tracing::debug!(error = %e, "adb server unreachable; listing direct devices only");
+                    }
                 }
             }
         }
