@@ -102,6 +102,15 @@ fn apply_model_flags(args: &RunArgs, config: &mut Config) -> Result<bool> {
     Ok(true)
 }
 
+/// Whether something accepts TCP connections at `addr` within a short time.
+async fn reachable(addr: &str) -> bool {
+    let connect = tokio::net::TcpStream::connect(addr);
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_millis(300), connect).await,
+        Ok(Ok(_))
+    )
+}
+
 fn api_key_in_env() -> bool {
     std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty())
 }
@@ -201,6 +210,15 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
                 &mut config.listen.manager,
             ] {
                 *port = 0;
+            }
+            // No adb server running is the common case on a machine without a phone: say so
+            // once, plainly, and run on the direct devices (the simulators) only.
+            let server = config.device.adb_server.trim().to_owned();
+            if !server.is_empty() && !reachable(&server).await {
+                println!(
+                    "note: no adb server at {server}; phones attached through adb are not used"
+                );
+                config.device.adb_server.clear();
             }
             let sims = if config.device.direct_devices.is_empty() {
                 args.sims.max(1)
@@ -317,10 +335,14 @@ fn print_event(ev: &TaskEvent) {
         K::Completed(c) => {
             let u = c.usage.unwrap_or_default();
             let mut s = format!(
-                "\n{} after {} steps in {:.1} s ({} model calls, {} tokens in, {} out)\nanswer: {}",
+                "\n{} after {} steps in {} ({} model calls, {} tokens in, {} out)\nanswer: {}",
                 if c.success { "SUCCEEDED" } else { "FAILED" },
                 c.steps,
-                c.duration_ms as f64 / 1000.0,
+                if c.duration_ms < 1000 {
+                    format!("{} ms", c.duration_ms)
+                } else {
+                    format!("{:.1} s", c.duration_ms as f64 / 1000.0)
+                },
                 u.calls,
                 u.input_tokens,
                 u.output_tokens,
