@@ -324,10 +324,12 @@ impl DirectDevice {
         }
     }
 
-    /// Runs `command` through the device's `shell:` service and returns its raw output.
+    /// Runs `command` (with `sh -c` on the device) and returns its raw output. It goes through
+    /// the `exec:` service, not `shell:`: older adbd runs `shell:` commands on a pty, which
+    /// turns `\n` into `\r\n` and corrupts binary output such as `screencap -p`.
     /// Cancel-safe: dropping the future closes the stream on the device.
     pub async fn shell(&self, command: &str) -> Result<Vec<u8>, DirectError> {
-        let service = format!("shell:{command}");
+        let service = format!("exec:{command}");
         // One retry, and only when the command provably never left: a connection that died
         // while idle (the device restarted) is replaced without the caller seeing it.
         for attempt in 0..2 {

@@ -224,7 +224,7 @@ async fn scripted_counting(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>, Arc
 async fn a_device_that_knows_the_key_checks_our_signature() {
     let (addr, seen) = scripted(Script::Auth { knows_key: true }).await;
     let dev = DirectDevice::new(addr, Some(test_key_path()));
-    assert_eq!(text(dev.shell("id").await.unwrap()), "ran shell:id\n");
+    assert_eq!(text(dev.shell("id").await.unwrap()), "ran exec:id\n");
     let key = key::load_key(&test_key_path()).unwrap();
     let seen = seen.lock().unwrap();
     key.to_public_key()
@@ -241,7 +241,7 @@ async fn a_device_that_knows_the_key_checks_our_signature() {
 async fn a_device_that_does_not_know_the_key_is_offered_it() {
     let (addr, seen) = scripted(Script::Auth { knows_key: false }).await;
     let dev = DirectDevice::new(addr, Some(test_key_path()));
-    assert_eq!(text(dev.shell("id").await.unwrap()), "ran shell:id\n");
+    assert_eq!(text(dev.shell("id").await.unwrap()), "ran exec:id\n");
     let key = key::load_key(&test_key_path()).unwrap();
     let payload = seen.lock().unwrap().public_key.clone().unwrap();
     let text = std::str::from_utf8(&payload).unwrap();
@@ -274,7 +274,7 @@ async fn refusals_garbage_and_tls_are_clear_errors() {
     let err = dev.shell("id").await.unwrap_err();
     assert_eq!(
         err,
-        DirectError::Refused("the device refused `shell`".into())
+        DirectError::Refused("the device refused `exec`".into())
     );
 
     let (addr, _) = scripted(Script::Garbage).await;
@@ -312,14 +312,14 @@ async fn refusals_garbage_and_tls_are_clear_errors() {
 async fn a_connection_dropped_mid_command_is_reported_not_retried() {
     let (addr, _) = scripted(Script::DropAfterOne).await;
     let dev = DirectDevice::new(addr, Some(test_key_path()));
-    assert_eq!(text(dev.shell("a").await.unwrap()), "ran shell:a\n");
+    assert_eq!(text(dev.shell("a").await.unwrap()), "ran exec:a\n");
     let err = dev.shell("b").await.unwrap_err();
     assert!(
         matches!(&err, DirectError::Connection(m) if m.contains("closed during")),
         "{err}"
     );
     // The next call opens a new connection.
-    assert_eq!(text(dev.shell("c").await.unwrap()), "ran shell:c\n");
+    assert_eq!(text(dev.shell("c").await.unwrap()), "ran exec:c\n");
 }
 
 #[tokio::test]

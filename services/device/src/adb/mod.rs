@@ -64,7 +64,7 @@ impl AdbDevice {
     }
 
     /// Runs `command` in the device's shell and returns its raw output (binary safe: shell v2
-    /// through the server, the raw `shell:` service directly).
+    /// through the server when the device offers it, the `exec:` service directly).
     pub async fn shell_bytes(&self, command: &str) -> Result<Vec<u8>> {
         let timed_out = || DeviceError::Timeout {
             serial: self.serial.clone(),

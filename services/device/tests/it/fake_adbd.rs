@@ -1,5 +1,5 @@
-//! A scriptable device side of the ADB protocol for fault injection: it answers `shell:`
-//! commands from a function, or stalls, so tests can make a device hang mid-call. (The
+//! A scriptable device side of the ADB protocol for fault injection: it answers `exec:` and
+//! `shell:` commands from a function, or stalls, so tests can make a device hang mid-call. (The
 //! simulator in droidmesh-sim is the realistic device; this one only misbehaves on purpose.)
 #![allow(dead_code)]
 use std::net::SocketAddr;
@@ -72,7 +72,8 @@ async fn serve(mut sock: TcpStream, script: Script) -> std::io::Result<()> {
                     .trim_end_matches('\0')
                     .to_owned();
                 let command = service
-                    .strip_prefix("shell:")
+                    .strip_prefix("exec:")
+                    .or_else(|| service.strip_prefix("shell:"))
                     .unwrap_or(&service)
                     .to_owned();
                 send(&mut sock, OKAY, next_id, a0, &[]).await?;
