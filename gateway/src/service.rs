@@ -2,6 +2,7 @@
 //! replays their events, and steers them.
 use std::pin::Pin;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use droidmesh_proto::v1::gateway_server::Gateway;
 use droidmesh_proto::v1::{
@@ -105,13 +106,12 @@ impl GatewayService {
         let (entry, control) = self.store.insert(task, self.deps.cfg.keep_finished_tasks);
         runner::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_chars = req.goal.len(), "task created");
-        tokio::spawn(runner::run(
-            self.deps.clone(),
-            entry.clone(),
-            req,
-            lease,
-            control,
-        ));
+        // The task runs under its own span, a child of this RPC's span: every agent call it
+        // makes (and the device calls those make) joins the caller's trace.
+        let span = tracing::info_span!("task", task = %id);
+        tokio::spawn(
+            runner::run(self.deps.clone(), entry.clone(), req, lease, control).instrument(span),
+        );
         Ok(entry)
     }
 

@@ -39,10 +39,16 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(name: &str, args: &[&str]) -> Result<Proc, String> {
+        Self::spawn_env(name, args, &[])
+    }
+
+    /// [`Proc::spawn`] with extra environment variables.
+    pub fn spawn_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Proc, String> {
         let bin = droidmesh_bin()?;
         let child = Command::new(bin)
             .args(args)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -16,6 +16,8 @@ use droidmesh_sim::testkit::{AdbServer, adb_available};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
+mod trace;
+
 struct Mesh {
     adb: AdbServer,
     serials: Vec<String>,
@@ -45,6 +47,11 @@ fn sim_port() -> u16 {
 }
 
 async fn start(script: Vec<MockResponse>) -> Mesh {
+    start_env(script, &[]).await
+}
+
+/// [`start`], every droidmesh process given `env` too.
+async fn start_env(script: Vec<MockResponse>, env: &[(&str, &str)]) -> Mesh {
     let adb = AdbServer::start().unwrap();
     let port = sim_port();
     let sim = Proc::spawn(
@@ -106,11 +113,12 @@ model = "scripted-model"
     let device_args: Vec<String> = ["--config", cfg, "serve", "device"]
         .map(String::from)
         .to_vec();
-    let device = Proc::spawn("device", &["--config", cfg, "serve", "device"]).unwrap();
+    let device = Proc::spawn_env("device", &["--config", cfg, "serve", "device"], env).unwrap();
     for svc in ["manager", "gateway"] {
-        procs.push(Proc::spawn(svc, &["--config", cfg, "serve", svc]).unwrap());
+        procs.push(Proc::spawn_env(svc, &["--config", cfg, "serve", svc], env).unwrap());
     }
-    let executor = Proc::spawn("executor", &["--config", cfg, "serve", "executor"]).unwrap();
+    let executor =
+        Proc::spawn_env("executor", &["--config", cfg, "serve", "executor"], env).unwrap();
     // Every service listens before the first task.
     for p in [dev, exe, man, gw] {
         let mut up = false;

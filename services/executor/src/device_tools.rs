@@ -39,6 +39,9 @@ pub struct ToolCtx {
     /// Allowed secret ids and their values (values never leave this struct).
     pub secrets: HashMap<String, String>,
     calls: AtomicU32,
+    /// The run's span: tool calls run on the sandbox's thread, outside any span, so device
+    /// calls are made under this one to stay in the task's trace.
+    span: tracing::Span,
 }
 
 impl ToolCtx {
@@ -57,6 +60,7 @@ impl ToolCtx {
             signals: Mutex::default(),
             secrets,
             calls: AtomicU32::new(0),
+            span: tracing::Span::current(),
         }
     }
 
@@ -169,7 +173,8 @@ impl ToolCtx {
             call_id,
         }));
         let started = Instant::now();
-        let done = self.run(tool, &args);
+        let span = tracing::info_span!(parent: &self.span, "tool", tool = %tool, call_id);
+        let done = span.in_scope(|| self.run(tool, &args));
         let (mut result, value) = match done {
             Ok((r, v)) => (r, Ok(v)),
             Err(e) => (
@@ -211,8 +216,9 @@ impl ToolCtx {
         F: FnOnce(DeviceServiceClient<TracedChannel>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
     {
+        use tracing::Instrument as _;
         self.rt
-            .block_on(f(self.device.clone()))
+            .block_on(f(self.device.clone()).instrument(tracing::Span::current()))
             .map(tonic::Response::into_inner)
             .map_err(|s| s.message().to_owned())
     }

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use droidmesh_agent::prompts::PromptSet;
 use droidmesh_llm::LlmClient;
@@ -108,7 +109,8 @@ impl ExecutorService for Executor {
             secrets: self.secrets.as_ref().clone(),
         };
         tracing::info!(%task, "codeact run started");
-        tokio::spawn(run.run());
+        // The run keeps this RPC's trace: its device calls are children of the gateway's task.
+        tokio::spawn(run.run().instrument(tracing::info_span!("codeact", %task)));
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))

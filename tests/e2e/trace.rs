@@ -1,0 +1,171 @@
+//! One task is one distributed trace: with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a
+//! collector on loopback, the spans the gateway, executor and device processes export for a
+//! task share one trace id, and each hop's server span is the child of the caller's span.
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+
+use super::*;
+
+/// A span as the collector received it, with the service that sent it.
+#[derive(Debug, Clone)]
+struct Got {
+    service: String,
+    span: Span,
+}
+
+/// An OTLP/gRPC trace collector on loopback that keeps every span.
+#[derive(Default, Clone)]
+struct Collector {
+    spans: Arc<Mutex<Vec<Got>>>,
+}
+
+#[tonic::async_trait]
+impl TraceService for Collector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let mut spans = self.spans.lock().unwrap();
+        for rs in request.into_inner().resource_spans {
+            let service = rs
+                .resource
+                .iter()
+                .flat_map(|r| r.attributes.iter())
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| kv.value.as_ref())
+                .and_then(|v| match &v.value {
+                    Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            for ss in rs.scope_spans {
+                for span in ss.spans {
+                    spans.push(Got {
+                        service: service.clone(),
+                        span,
+                    });
+                }
+            }
+        }
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_is_one_trace_across_the_processes() {
+    if !adb_available() {
+        eprintln!("note: adb is not installed; skipping the cross-process tests");
+        return;
+    }
+    let collector = Collector::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let otlp = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(collector.clone()))
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
+        // Export batches quickly rather than every 5 s.
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("RUST_LOG", "info"),
+    ];
+    let mesh = start_env(
+        vec![
+            reply("```javascript\nopen_app('Settings')\n```"),
+            reply("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
+        ],
+        &env,
+    )
+    .await;
+    let events = run(
+        &mesh,
+        TaskRequest {
+            goal: "Open Settings and turn on Wi-Fi".into(),
+            device: mesh.serials[0].clone(),
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    assert!(completed(&events).success);
+
+    // The trace of the task: the one holding the gateway's RunTask span.
+    let services = [
+        "droidmesh-gateway",
+        "droidmesh-executor",
+        "droidmesh-device",
+    ];
+    let mut trace: Vec<Got> = Vec::new();
+    for _ in 0..100 {
+        let spans = collector.spans.lock().unwrap().clone();
+        let root = spans
+            .iter()
+            .find(|g| g.service == "droidmesh-gateway" && g.span.name.contains("RunTask"));
+        if let Some(root) = root {
+            trace = spans
+                .iter()
+                .filter(|g| g.span.trace_id == root.span.trace_id)
+                .cloned()
+                .collect();
+            let seen: HashSet<&str> = trace.iter().map(|g| g.service.as_str()).collect();
+            if services.iter().all(|s| seen.contains(s)) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let names: Vec<String> = trace
+        .iter()
+        .map(|g| format!("{}: {}", g.service, g.span.name))
+        .collect();
+    for s in services {
+        assert!(
+            trace.iter().any(|g| g.service == s),
+            "no {s} span in the task's trace: {names:#?}"
+        );
+    }
+    // Each process's spans hang under a span of the process that called it: the trace is one
+    // tree, not three trees that happen to share an id.
+    let by_id: HashMap<&[u8], &Got> = trace
+        .iter()
+        .map(|g| (g.span.span_id.as_slice(), g))
+        .collect();
+    let parent_service = |service: &str| {
+        trace
+            .iter()
+            .filter(|g| g.service == service)
+            .filter_map(|g| by_id.get(g.span.parent_span_id.as_slice()))
+            .map(|p| p.service.clone())
+            .collect::<HashSet<_>>()
+    };
+    assert!(
+        parent_service("droidmesh-executor").contains("droidmesh-gateway"),
+        "no executor span is a child of a gateway span: {names:#?}"
+    );
+    assert!(
+        parent_service("droidmesh-device").contains("droidmesh-executor"),
+        "no device span is a child of an executor span: {names:#?}"
+    );
+    // The device's spans of this task carry no secrets or prompts; they name the device RPCs.
+    assert!(
+        trace
+            .iter()
+            .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap")),
+        "the tap is not in the trace: {names:#?}"
+    );
+    drop(mesh);
+    server.abort();
+}
