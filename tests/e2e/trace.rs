@@ -82,11 +82,14 @@ async fn a_task_is_one_trace_across_the_processes() {
         // Export batches quickly rather than every 5 s.
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ("RUST_LOG", "info"),
+        ("DROIDMESH_SECRET_PIN", SECRET),
     ];
     let mesh = start_env(
         vec![
             reply("```javascript\nopen_app('Settings')\n```"),
             reply("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
+            reply("```javascript\nopen_app('Notes')\n```"),
+            reply("```javascript\nconst f = ui_state.find(e => e.editable);\ntype_secret('PIN', f.index);\ncomplete(true, 'typed')\n```"),
         ],
         &env,
     )
@@ -166,6 +169,45 @@ async fn a_task_is_one_trace_across_the_processes() {
             .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap")),
         "the tap is not in the trace: {names:#?}"
     );
+
+    // A task that types a secret: its value reaches the phone but no span of any process.
+    let events = run(
+        &mesh,
+        TaskRequest {
+            goal: "Type the PIN into the note".into(),
+            device: mesh.serials[1].clone(),
+            secret_ids: vec!["PIN".into()],
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    assert!(completed(&events).success, "{events:#?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let spans = collector.spans.lock().unwrap().clone();
+    assert!(
+        spans.iter().any(|g| g.service == "droidmesh-executor"
+            && g.span
+                .attributes
+                .iter()
+                .any(|kv| format!("{kv:?}").contains("type_secret"))),
+        "the type_secret call is not in the trace"
+    );
+    for g in &spans {
+        let text = format!("{:?}", g.span);
+        assert!(
+            !text.contains(SECRET),
+            "the secret's value is in a {} span: {}",
+            g.service,
+            g.span.name
+        );
+    }
+    let ui = mesh
+        .adb
+        .shell(&mesh.serials[1], "uiautomator dump /dev/tty")
+        .unwrap();
+    assert!(ui.contains(SECRET), "the secret was not typed on the phone");
     drop(mesh);
     server.abort();
 }
+
+const SECRET: &str = "4711-2342-zz";

@@ -9,6 +9,10 @@ use toml::Value;
 /// Separator between nested keys in override variable names: `DROIDMESH_DEVICE__ADB_SERVER`.
 const NEST: &str = "__";
 
+/// `DROIDMESH_*` variables that mean something else than a config override: the config file's
+/// path and the executor's secrets (`DROIDMESH_SECRET_<ID>`).
+pub const RESERVED: &[&str] = &["DROIDMESH_CONFIG", "DROIDMESH_SECRET_"];
+
 /// Where configuration comes from. Environment variables are passed in (rather than read from
 /// the process) so that loading is testable and deterministic.
 #[derive(Debug, Clone, Default)]
@@ -19,6 +23,9 @@ pub struct ConfigSource {
     pub env: Vec<(String, String)>,
     /// Prefix of override variables, e.g. `DROIDMESH`.
     pub prefix: String,
+    /// Variables with the prefix that are not overrides: an exact name, or a name prefix when
+    /// it ends in `_` (`DROIDMESH_SECRET_` covers every secret).
+    pub reserved: Vec<String>,
 }
 
 impl ConfigSource {
@@ -28,6 +35,7 @@ impl ConfigSource {
             file,
             env: std::env::vars().collect(),
             prefix: "DROIDMESH".to_owned(),
+            reserved: RESERVED.iter().map(|r| (*r).to_owned()).collect(),
         }
     }
 }
@@ -137,6 +145,12 @@ fn apply_overrides(doc: &mut toml::Table, source: &ConfigSource) -> Result<()> {
         .env
         .iter()
         .filter(|(k, _)| k.starts_with(&prefix) && k.len() > prefix.len())
+        .filter(|(k, _)| {
+            !source
+                .reserved
+                .iter()
+                .any(|r| k == r || (r.ends_with('_') && k.starts_with(r.as_str())))
+        })
         .collect();
     overrides.sort();
     for (var, raw) in overrides {
@@ -250,6 +264,7 @@ mod tests {
                 ("DM_DEVICE__TAGS", "[\"a\", \"b\"]"),
             ]),
             prefix: "DM".to_owned(),
+            reserved: Vec::new(),
         };
         let root: Root = load_config(&source).unwrap();
         assert_eq!(root.key, "/h/x");
@@ -260,12 +275,37 @@ mod tests {
     }
 
     #[test]
+    fn reserved_variables_are_not_overrides() {
+        let f = write("key = \"x\"\n[device]\naddr = \"a\"\nport = 5\n");
+        let source = ConfigSource {
+            file: Some(f.path().to_owned()),
+            env: env(&[
+                ("DM_CONFIG", "/somewhere.toml"),
+                ("DM_SECRET_PIN", "1234"),
+                ("DM_SECRET_CARD__NUMBER", "4111"),
+                ("DM_DEVICE__PORT", "6"),
+            ]),
+            prefix: "DM".to_owned(),
+            reserved: vec!["DM_CONFIG".into(), "DM_SECRET_".into()],
+        };
+        let root: Root = load_config(&source).unwrap();
+        assert_eq!(root.device.port, 6);
+        // Without the reservation the same variables are refused as unknown fields.
+        let strict = ConfigSource {
+            reserved: Vec::new(),
+            ..source
+        };
+        assert!(load_config::<Root>(&strict).is_err());
+    }
+
+    #[test]
     fn string_fields_stay_strings() {
         let f = write("key = \"x\"\n");
         let source = ConfigSource {
             file: Some(f.path().to_owned()),
             env: env(&[("DM_KEY", "12")]),
             prefix: "DM".to_owned(),
+            reserved: Vec::new(),
         };
         let root: Root = load_config(&source).unwrap();
         assert_eq!(root.key, "12");
@@ -278,6 +318,7 @@ mod tests {
             file: Some(f.path().to_owned()),
             env: vec![],
             prefix: "DM".to_owned(),
+            reserved: Vec::new(),
         };
         let err = load_config::<Root>(&source).unwrap_err().to_string();
         assert!(err.contains("NOPE"), "{err}");
@@ -290,6 +331,7 @@ mod tests {
             file: Some(f.path().to_owned()),
             env: vec![],
             prefix: "DM".to_owned(),
+            reserved: Vec::new(),
         };
         let err = load_config::<Root>(&source).unwrap_err().to_string();
         assert!(err.contains("adress"), "{err}");
@@ -298,6 +340,7 @@ mod tests {
             file: None,
             env: env(&[("DM_DEVICE__PORT", "1")]),
             prefix: "DM".to_owned(),
+            reserved: Vec::new(),
         };
         let err = load_config::<Root>(&source).unwrap_err().to_string();
         assert!(err.contains("device.port"), "{err}");
@@ -310,6 +353,7 @@ mod tests {
             file: Some(f.path().to_owned()),
             env: vec![],
             prefix: "DM".to_owned(),
+            reserved: Vec::new(),
         };
         let err = load_config::<Root>(&source).unwrap_err().to_string();
         assert!(err.contains("not valid TOML"), "{err}");

@@ -126,7 +126,12 @@ impl Run {
             .start
             .secret_ids
             .iter()
-            .filter_map(|id| self.secrets.get(id).map(|v| (id.clone(), v.clone())))
+            // Ids are case-insensitive (env names are upper case): `PIN` is DROIDMESH_SECRET_PIN.
+            .filter_map(|id| {
+                self.secrets
+                    .get(&id.to_ascii_lowercase())
+                    .map(|v| (id.clone(), v.clone()))
+            })
             .collect();
         let ctx = Arc::new(ToolCtx::new(
             tokio::runtime::Handle::current(),

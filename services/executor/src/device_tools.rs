@@ -288,7 +288,13 @@ impl ToolCtx {
             }
             "type_secret" => {
                 let id = text(a, 0);
-                let Some(secret) = self.secrets.get(&id).cloned() else {
+                let found = self.secrets.get(&id).or_else(|| {
+                    self.secrets
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(&id))
+                        .map(|(_, v)| v)
+                });
+                let Some(secret) = found.cloned() else {
                     let mut known: Vec<&String> = self.secrets.keys().collect();
                     known.sort();
                     return Err(format!(

@@ -16,8 +16,9 @@ use droidmesh_agent::prompts::PromptSet;
 use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
 
-/// Secrets come from the executor's environment as `DROIDMESH_SECRET_<ID>` (id upper-cased);
-/// a task may type only those it lists in `secret_ids`.
+/// Secrets come from the executor's environment as `DROIDMESH_SECRET_<ID>`; ids are
+/// case-insensitive (`secret_ids: ["pin"]` and `["PIN"]` both name DROIDMESH_SECRET_PIN).
+/// A task may type only those it lists in `secret_ids`.
 pub fn secrets_from_env() -> HashMap<String, String> {
     std::env::vars()
         .filter_map(|(k, v)| {
