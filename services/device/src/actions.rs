@@ -197,21 +197,36 @@ pub async fn swipe(
 /// Longest argument given to one `input text` call.
 const TEXT_CHUNK: usize = 200;
 
+/// Types `text`. When `sensitive`, nothing returned (answer or error) contains the text or any
+/// part of it.
 pub async fn type_text(
     slot: &Slot,
     text: &str,
     index: Option<u32>,
     clear: bool,
+    sensitive: bool,
 ) -> Result<Outcome> {
+    let hide = |e: DeviceError| if sensitive { redact(e) } else { e };
     // Refuse what `input text` cannot type before touching the device.
-    escape_input_text(text)?;
-    let mut data = json!({ "text": text, "clear": clear });
+    escape_input_text(text).map_err(hide)?;
+    let chars = text.chars().count();
+    let mut data = if sensitive {
+        json!({ "chars": chars, "clear": clear, "sensitive": true })
+    } else {
+        json!({ "text": text, "clear": clear })
+    };
     let mut taken = String::new();
     if let Some(i) = index {
         let r = resolve(slot, Target::Index(i)).await?;
         input(slot, &format!("tap {} {}", r.x, r.y)).await?;
-        taken = format!("focused {} and ", r.describe());
-        data["focused"] = r.data();
+        if sensitive {
+            // The field may still show an earlier secret: name it by index only.
+            taken = format!("focused element {i} and ");
+            data["focused"] = json!({ "index": i, "x": r.x, "y": r.y });
+        } else {
+            taken = format!("focused {} and ", r.describe());
+            data["focused"] = r.data();
+        }
     }
     if clear {
         // The field's current text, read after focusing it.
@@ -228,13 +243,57 @@ pub async fn type_text(
         taken.push_str(&format!("cleared {len} characters and "));
     }
     for part in chunks(text, TEXT_CHUNK) {
-        input(slot, &format!("text {}", escape_input_text(part)?)).await?;
+        let escaped = escape_input_text(part).map_err(hide)?;
+        input(slot, &format!("text {escaped}"))
+            .await
+            .map_err(hide)?;
     }
     Ok(Outcome {
-        action_taken: format!("{taken}typed {:?}", text),
+        action_taken: if sensitive {
+            format!("{taken}typed {chars} characters of sensitive text")
+        } else {
+            format!("{taken}typed {:?}", text)
+        },
         data,
         confidence: 0.9,
     })
+}
+
+/// An error about typing sensitive text, with every trace of the text (the command, the
+/// offending character) taken out; what kind of failure it was is kept.
+fn redact(e: DeviceError) -> DeviceError {
+    const WHAT: &str = "typing sensitive text";
+    match e {
+        DeviceError::InvalidArgument(_) => DeviceError::InvalidArgument(format!(
+            "{WHAT} is refused: `input text` types printable ASCII only (the text is not shown)"
+        )),
+        DeviceError::Timeout {
+            serial, timeout_ms, ..
+        } => DeviceError::Timeout {
+            serial,
+            command: "input text <sensitive>".into(),
+            timeout_ms,
+        },
+        DeviceError::Unavailable { serial, .. } => DeviceError::Unavailable {
+            serial,
+            detail: format!("{WHAT} failed: the device did not answer"),
+        },
+        DeviceError::Adb { target, .. } | DeviceError::BadOutput { serial: target, .. } => {
+            DeviceError::Adb {
+                target,
+                detail: format!("{WHAT} was refused by the device"),
+            }
+        }
+        other @ (DeviceError::UnknownDevice { .. }
+        | DeviceError::LeaseHeld { .. }
+        | DeviceError::NoLease { .. }
+        | DeviceError::AllBusy { .. }
+        | DeviceError::NoDevices
+        | DeviceError::Config(_)) => other,
+        DeviceError::UiDump { .. } | DeviceError::Image(_) => {
+            DeviceError::InvalidArgument(format!("{WHAT} failed"))
+        }
+    }
 }
 
 pub async fn press_key(slot: &Slot, keycode: u32, name: &str) -> Result<Outcome> {

@@ -386,7 +386,7 @@ impl DeviceService for DeviceServiceImpl {
     ) -> Result<Response<ActionResult>, Status> {
         let r = r.into_inner();
         self.act("type_text", r.lease.as_ref(), |slot| async move {
-            actions::type_text(&slot, &r.text, r.index, r.clear).await
+            actions::type_text(&slot, &r.text, r.index, r.clear, r.sensitive).await
         })
         .await
     }

@@ -282,6 +282,7 @@ impl ToolCtx {
                         text: t,
                         index,
                         clear,
+                        sensitive: false,
                     })
                     .await
                 })?)
@@ -309,6 +310,7 @@ impl ToolCtx {
                         text: secret,
                         index,
                         clear: true,
+                        sensitive: true,
                     })
                     .await
                 });

@@ -75,6 +75,7 @@ async fn index_out_of_range_and_bad_input_are_invalid_argument() {
             text: "café".into(),
             index: None,
             clear: false,
+            sensitive: false,
         })
         .await
         .unwrap_err();
@@ -83,6 +84,24 @@ async fn index_out_of_range_and_bad_input_are_invalid_argument() {
         err.message(),
         "`input text` on Android accepts ASCII only; got 'é' at position 3"
     );
+    // The same for a secret: refused, without the character or its position.
+    let err = client
+        .type_text(TypeTextRequest {
+            lease: lref(&lease),
+            text: "pässwort".into(),
+            index: None,
+            clear: false,
+            sensitive: true,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().contains("printable ASCII"),
+        "{}",
+        err.message()
+    );
+    assert!(!err.message().contains('ä') && !err.message().contains("position"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

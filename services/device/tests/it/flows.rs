@@ -119,11 +119,50 @@ async fn notes_typed_text_is_saved_on_the_device() {
             text: text.into(),
             index: Some(input.index),
             clear: true,
+            sensitive: false,
         })
         .await
         .unwrap()
         .into_inner();
     assert!(typed.success, "{typed:?}");
+
+    // Sensitive text is typed the same, and the answer names only its length, even when the
+    // field held an earlier text that is cleared first.
+    let secret = "hunter2-Secret";
+    let typed = client
+        .type_text(TypeTextRequest {
+            lease: lref(&lease),
+            text: secret.into(),
+            index: Some(input.index),
+            clear: true,
+            sensitive: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(typed.success, "{typed:?}");
+    let answer = format!("{typed:?}");
+    assert!(
+        !answer.contains(secret) && !answer.contains("milk"),
+        "{answer}"
+    );
+    assert!(typed.action_taken.contains("14 characters"), "{answer}");
+    let st = state(&mut client, serial).await;
+    let field = find(&st, |e| {
+        e.resource_id == "com.droidmesh.notes:id/note_input"
+    })
+    .unwrap();
+    assert_eq!(field.text, secret);
+    client
+        .type_text(TypeTextRequest {
+            lease: lref(&lease),
+            text: text.into(),
+            index: Some(input.index),
+            clear: true,
+            sensitive: false,
+        })
+        .await
+        .unwrap();
 
     let st = state(&mut client, serial).await;
     let field = find(&st, |e| {
