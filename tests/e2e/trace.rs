@@ -182,15 +182,28 @@ async fn a_task_is_one_trace_across_the_processes() {
     )
     .await;
     assert!(completed(&events).success, "{events:#?}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let spans = collector.spans.lock().unwrap().clone();
+    let typed_secret = |spans: &[Got]| {
+        spans.iter().any(|g| {
+            g.service == "droidmesh-executor"
+                && g.span
+                    .attributes
+                    .iter()
+                    .any(|kv| format!("{kv:?}").contains("type_secret"))
+        }) && spans
+            .iter()
+            .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"))
+    };
+    let mut spans = Vec::new();
+    for _ in 0..100 {
+        spans = collector.spans.lock().unwrap().clone();
+        if typed_secret(&spans) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(
-        spans.iter().any(|g| g.service == "droidmesh-executor"
-            && g.span
-                .attributes
-                .iter()
-                .any(|kv| format!("{kv:?}").contains("type_secret"))),
-        "the type_secret call is not in the trace"
+        typed_secret(&spans),
+        "the type_secret call and its TypeText are not in the trace"
     );
     for g in &spans {
         let text = format!("{:?}", g.span);
