@@ -380,6 +380,7 @@ impl DirectDevice {
             .await
             .map_err(|e| lost("cannot write to", &e))?;
         let mut signed = false;
+        let mut offered = false;
         let max_payload = loop {
             let m = read_message(&mut rd)
                 .await
@@ -387,8 +388,16 @@ impl DirectDevice {
             match (m.command, m.arg0) {
                 (A_CNXN, _) => break m.arg1.clamp(4096, MAX_PAYLOAD) as usize,
                 (A_AUTH, AUTH_TOKEN) => {
+                    if offered {
+                        // Asked again after we offered our key: the phone's user said no.
+                        return Err(DirectError::Refused(format!(
+                            "{} did not allow debugging from this computer (the key offered was refused)",
+                            self.addr
+                        )));
+                    }
                     let key = self.load_key().await?;
                     let reply = if signed {
+                        offered = true;
                         // The device does not know our key: offer it. The phone now shows
                         // "Allow USB debugging?"; the next message is CNXN once allowed.
                         let payload = key::android_pubkey_payload(&key.to_public_key())

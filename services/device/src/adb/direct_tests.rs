@@ -87,6 +87,9 @@ async fn a_restarted_device_is_reconnected_and_a_gone_one_is_an_error() {
 enum Script {
     /// Asks for AUTH; `knows_key` decides whether the signature is accepted.
     Auth { knows_key: bool },
+    /// Asks for AUTH, refuses the signature and, after the public key, asks again (the phone's
+    /// user declined the prompt).
+    AuthDeclined,
     /// Accepts the handshake, then refuses every service.
     RefuseServices,
     /// Accepts, answers one command, then drops the connection.
@@ -164,6 +167,22 @@ async fn scripted_counting(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>, Arc
                         s.write_all(&encode(A_STLS, 0x0100_0000, 0, &[]))
                             .await
                             .unwrap();
+                        return;
+                    }
+                    Script::AuthDeclined => {
+                        let token = seen.lock().unwrap().token.clone();
+                        for expect in [AUTH_SIGNATURE, AUTH_RSAPUBLICKEY] {
+                            s.write_all(&encode(A_AUTH, AUTH_TOKEN, 0, &token))
+                                .await
+                                .unwrap();
+                            let m = read_msg(&mut s).await.unwrap();
+                            assert_eq!((m.command, m.arg0), (A_AUTH, expect));
+                        }
+                        s.write_all(&encode(A_AUTH, AUTH_TOKEN, 0, &token))
+                            .await
+                            .unwrap();
+                        // Whatever the host does next, this device never says CNXN.
+                        let _ = read_msg(&mut s).await;
                         return;
                     }
                     Script::Auth { knows_key } => {
@@ -251,6 +270,20 @@ async fn a_device_that_does_not_know_the_key_is_offered_it() {
         .decode(b64)
         .unwrap();
     assert_eq!(blob, key::android_pubkey(&key.to_public_key()).unwrap());
+}
+
+#[tokio::test]
+async fn a_declined_key_is_a_clear_refusal_not_a_loop() {
+    let (addr, _) = scripted(Script::AuthDeclined).await;
+    let dev = DirectDevice::new(addr, Some(test_key_path()));
+    let err = tokio::time::timeout(Duration::from_secs(5), dev.shell("id"))
+        .await
+        .expect("the handshake must end, not loop")
+        .unwrap_err();
+    assert!(
+        matches!(&err, DirectError::Refused(m) if m.contains("did not allow debugging")),
+        "{err}"
+    );
 }
 
 #[tokio::test]
