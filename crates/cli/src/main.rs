@@ -129,7 +129,14 @@ async fn real_main(cli: Cli) -> Result<()> {
             let config = load(cli.config)?;
             let telemetry_opts = TelemetryOptions::new("droidmesh-up");
             let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+            let no_model = config.llm.is_none() && !run::api_key_in_env();
             let mesh = Mesh::start(config, sims).await?;
+            if no_model {
+                println!(
+                    "note: no model is configured (no [llm] section, no OPENAI_API_KEY): tasks will fail at their first step.\n      \
+                     Configure one, or try `droidmesh run` without --gateway, which replays a recorded demo."
+                );
+            }
             for (service, addr) in &mesh.addrs {
                 println!("{:<10} http://{addr}", service.name());
             }

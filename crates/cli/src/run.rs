@@ -111,7 +111,7 @@ async fn reachable(addr: &str) -> bool {
     )
 }
 
-fn api_key_in_env() -> bool {
+pub(crate) fn api_key_in_env() -> bool {
     std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty())
 }
 
@@ -335,9 +335,13 @@ fn print_event(ev: &TaskEvent) {
         K::Completed(c) => {
             let u = c.usage.unwrap_or_default();
             let mut s = format!(
-                "\n{} after {} steps in {} ({} model calls, {} tokens in, {} out)\nanswer: {}",
+                "\n{} after {} in {} ({} model calls, {} tokens in, {} out)\nanswer: {}",
                 if c.success { "SUCCEEDED" } else { "FAILED" },
-                c.steps,
+                if c.steps == 1 {
+                    "1 step".to_owned()
+                } else {
+                    format!("{} steps", c.steps)
+                },
                 if c.duration_ms < 1000 {
                     format!("{} ms", c.duration_ms)
                 } else {

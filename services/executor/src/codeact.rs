@@ -12,7 +12,7 @@ use droidmesh_agent::prompts::{
     CodeActStep, CodeActSystem, CodeActUser, PhoneState, PromptSet, UiElement,
 };
 use droidmesh_agent::tools as agent_tools;
-use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, Message};
+use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, LlmError, Message};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
     AgentEvent, AgentFinished, CodeActStart, CodeBlock, GetStateRequest, HumanHelpRequest,
@@ -258,6 +258,16 @@ impl Run {
                 ..CodeActStep::default()
             };
             match reply {
+                // Errors that another step cannot fix (a missing or refused key, a bad
+                // configuration, a replay with no answers left) end the run at once.
+                Err(
+                    e @ (LlmError::Auth { .. }
+                    | LlmError::Config(_)
+                    | LlmError::ReplayExhausted { .. }
+                    | LlmError::Cassette(_)),
+                ) => {
+                    return fail(step, format!("the model cannot be used: {e}"));
+                }
                 Err(e) => {
                     record.error = Some(format!("the model call failed: {e}"));
                 }

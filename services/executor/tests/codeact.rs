@@ -223,4 +223,24 @@ async fn the_step_budget_and_repeated_failures_end_runs() {
         done.answer
     );
     assert!(done.answer.contains("upstream exploded"), "{}", done.answer);
+
+    // A refused key is not retried step after step: the run ends at the first step, saying why.
+    let refused = self::rig(vec![]).await;
+    refused
+        .llm
+        .set_fallback(MockResponse::error(401, "invalid api key"));
+    let events = run(&refused, "Wrong key", 10).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert_eq!(done.steps, 1, "{done:?}");
+    assert!(
+        done.answer.contains("the model cannot be used") && done.answer.contains("invalid api key"),
+        "{}",
+        done.answer
+    );
+    assert_eq!(
+        refused.llm.requests().len(),
+        1,
+        "401 is neither retried nor repeated"
+    );
 }
