@@ -32,7 +32,7 @@ mod worker;
 pub use capability::{
     Capabilities, HostFunction, HostHandler, ParamSpec, ParamType, tool_signatures,
 };
-pub use engine::{Engine, EngineInstance, MemoryStats, RunControl, StopReason};
+pub use engine::{Engine, EngineInstance, MemoryStats, Prepared, RunControl, StopReason};
 pub use error::{Result, SandboxError};
 pub use limits::SandboxLimits;
 pub use outcome::{ErrorKind, RunOutcome, ScriptError};

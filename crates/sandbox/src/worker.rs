@@ -1,9 +1,13 @@
-//! Session threads: one per live session, spawned fresh or taken from a few warm spares.
+//! Session threads: one per live session, spawned fresh or taken from a few warm spares. A
+//! thread offers itself as a spare as soon as its session ends, then prepares its engine's
+//! session-independent work (see [`Engine::prepare`]) while it waits: a session handed to a
+//! prepared spare skips building a runtime and context; one handed over during preparation
+//! waits for it to finish, which costs no more than building from scratch.
 
 use std::{
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         mpsc,
     },
     thread,
@@ -11,7 +15,7 @@ use std::{
 };
 
 use crate::{
-    Capabilities, Engine, EngineInstance, RunControl, SandboxLimits, error::Result,
+    Capabilities, Engine, EngineInstance, Prepared, RunControl, SandboxLimits, error::Result,
     session::Command,
 };
 
@@ -35,6 +39,8 @@ pub(crate) struct Start {
 struct Spare {
     stack_size: usize,
     start: mpsc::Sender<Start>,
+    /// Set once the spare's prepared work is ready.
+    prepared: Arc<AtomicBool>,
 }
 
 static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
@@ -49,7 +55,11 @@ pub(crate) fn launch(mut start: Start) -> Result<()> {
     loop {
         let spare = {
             let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
-            let found = spares.iter().rposition(|s| s.stack_size >= stack_size);
+            let fits = |s: &Spare| s.stack_size >= stack_size;
+            let found = spares
+                .iter()
+                .rposition(|s| fits(s) && s.prepared.load(Ordering::Acquire))
+                .or_else(|| spares.iter().rposition(fits));
             found.map(|index| spares.swap_remove(index))
         };
         let Some(spare) = spare else { break };
@@ -67,9 +77,12 @@ pub(crate) fn launch(mut start: Start) -> Result<()> {
 }
 
 fn run_thread(mut start: Start, stack_size: usize) {
+    let mut prepared: Option<(&'static str, Prepared)> = None;
     loop {
-        serve_session(start);
+        let engine = Arc::clone(&start.engine);
+        serve_session(start, prepared.take());
         let (offer, next) = mpsc::channel();
+        let ready = Arc::new(AtomicBool::new(false));
         {
             let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
             if spares.len() >= MAX_SPARES {
@@ -78,8 +91,12 @@ fn run_thread(mut start: Start, stack_size: usize) {
             spares.push(Spare {
                 stack_size,
                 start: offer,
+                prepared: Arc::clone(&ready),
             });
         }
+        // A session handed over meanwhile waits in `next` until this is done.
+        prepared = engine.prepare().map(|p| (engine.name(), p));
+        ready.store(true, Ordering::Release);
         match next.recv_timeout(SPARE_LIFETIME) {
             Ok(next) => start = next,
             Err(_) => return,
@@ -89,7 +106,7 @@ fn run_thread(mut start: Start, stack_size: usize) {
 
 /// Creates the engine instance, reports readiness, serves commands until the session is
 /// dropped, then frees the instance.
-fn serve_session(start: Start) {
+fn serve_session(start: Start, prepared: Option<(&'static str, Prepared)>) {
     let Start {
         engine,
         limits,
@@ -98,7 +115,14 @@ fn serve_session(start: Start) {
         ready,
         stop_epoch,
     } = start;
-    let mut instance = match engine.instantiate(&limits, capabilities) {
+    let made = match prepared {
+        // Work prepared by the same kind of engine on this thread; anything else is dropped.
+        Some((name, p)) if name == engine.name() => {
+            engine.instantiate_prepared(p, &limits, capabilities)
+        }
+        _ => engine.instantiate(&limits, capabilities),
+    };
+    let mut instance = match made {
         Ok(instance) => instance,
         Err(error) => {
             let _ = ready.send(Err(error));

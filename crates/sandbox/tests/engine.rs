@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use droidmesh_sandbox::{
-    Capabilities, Engine, EngineInstance, MemoryStats, RunControl, RunOutcome, SandboxError,
-    SandboxLimits, Session, StopHandle,
+    Capabilities, Engine, EngineInstance, ErrorKind, MemoryStats, RunControl, RunOutcome,
+    SandboxError, SandboxLimits, Session, StopHandle,
 };
 use serde_json::{Value, json};
 
@@ -105,4 +105,39 @@ fn a_larger_stack_limit_allows_deeper_recursion() {
     let small = depth(256 * 1024);
     let large = depth(4 * 1024 * 1024);
     assert!(large > small * 4, "{small} vs {large}");
+}
+
+#[test]
+fn a_session_on_a_prepared_spare_is_fresh_and_keeps_its_limits() {
+    // Time for the spare thread to prepare its next runtime and context before each session,
+    // so these sessions take the prepared path.
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(30));
+    for round in 0..5 {
+        settle();
+        let s = Session::new(SandboxLimits::default(), Capabilities::new()).unwrap();
+        let out = s
+            .run_blocking("typeof leaked + ':' + typeof ({}).polluted")
+            .unwrap();
+        assert_eq!(
+            out.value,
+            Some(json!("undefined:undefined")),
+            "round {round}"
+        );
+        s.run_blocking("globalThis.leaked = 1; Object.prototype.polluted = 1")
+            .unwrap();
+    }
+    settle();
+    let small = SandboxLimits {
+        memory_bytes: 8 * 1024 * 1024,
+        stack_bytes: 256 * 1024,
+        ..SandboxLimits::default()
+    };
+    let s = Session::new(small, Capabilities::new()).unwrap();
+    let out = s
+        .run_blocking("let a = []; for (;;) a.push('x'.repeat(1 << 16) + a.length)")
+        .unwrap();
+    assert_eq!(out.error.map(|e| e.kind), Some(ErrorKind::Memory));
+    let out = s.run_blocking("function down() { down() } down()").unwrap();
+    assert_eq!(out.error.map(|e| e.kind), Some(ErrorKind::Stack));
+    assert_eq!(s.run_blocking("1 + 1").unwrap().value, Some(json!(2)));
 }

@@ -12,7 +12,8 @@ use rquickjs::{Context, Function, Object, Runtime, object::Property};
 use serde_json::Value as Json;
 
 use crate::{
-    Capabilities, Engine, EngineInstance, MemoryStats, RunControl, RunOutcome, SandboxLimits,
+    Capabilities, Engine, EngineInstance, MemoryStats, Prepared, RunControl, RunOutcome,
+    SandboxLimits,
     capability::is_identifier,
     error::{Result, SandboxError},
 };
@@ -35,6 +36,43 @@ impl Engine for QuickJs {
     ) -> Result<Box<dyn EngineInstance>> {
         Ok(Box::new(Instance::new(limits, capabilities)?))
     }
+
+    fn prepare(&self) -> Option<Prepared> {
+        bare()
+            .ok()
+            .map(|(runtime, context)| Prepared::new(Bare { runtime, context }))
+    }
+
+    fn instantiate_prepared(
+        &self,
+        prepared: Prepared,
+        limits: &SandboxLimits,
+        capabilities: Capabilities,
+    ) -> Result<Box<dyn EngineInstance>> {
+        match prepared.take::<Bare>() {
+            Some(b) => Ok(Box::new(Instance::build(
+                b.runtime,
+                b.context,
+                limits,
+                capabilities,
+            )?)),
+            None => self.instantiate(limits, capabilities),
+        }
+    }
+}
+
+/// A runtime and a context with the standard built-ins, made ahead of a session; no script
+/// has run in it and no limit or capability is set yet.
+struct Bare {
+    // Drop order: the context before the runtime.
+    context: Context,
+    runtime: Runtime,
+}
+
+fn bare() -> Result<(Runtime, Context)> {
+    let runtime = Runtime::new().map_err(engine_error)?;
+    let context = Context::full(&runtime).map_err(engine_error)?;
+    Ok((runtime, context))
 }
 
 /// A QuickJS runtime and its one context.
@@ -53,11 +91,20 @@ fn engine_error(error: impl std::fmt::Display) -> SandboxError {
 
 impl Instance {
     fn new(limits: &SandboxLimits, capabilities: Capabilities) -> Result<Self> {
+        let (runtime, context) = bare()?;
+        Self::build(runtime, context, limits, capabilities)
+    }
+
+    /// Applies the limits and grants the capabilities on a fresh runtime and context.
+    fn build(
+        runtime: Runtime,
+        context: Context,
+        limits: &SandboxLimits,
+        capabilities: Capabilities,
+    ) -> Result<Self> {
         capabilities.validate()?;
-        let runtime = Runtime::new().map_err(engine_error)?;
         runtime.set_memory_limit(limits.memory_bytes);
         runtime.set_max_stack_size(limits.stack_bytes);
-        let context = Context::full(&runtime).map_err(engine_error)?;
         let shared = Rc::new(Shared::new(limits.console_bytes));
         let interrupt = Rc::clone(&shared);
         runtime.set_interrupt_handler(Some(Box::new(move || interrupt.stop_reason().is_some())));
