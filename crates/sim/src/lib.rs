@@ -13,7 +13,8 @@ pub mod shell;
 mod sync;
 pub mod testkit;
 pub mod view;
-pub mod wire;
+/// The message format, shared with the device service's direct client.
+pub use droidmesh_adb_wire as wire;
 mod xml;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -16,6 +16,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use droidmesh_adb_wire::{
+    A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, AUTH_RSAPUBLICKEY,
+    AUTH_SIGNATURE, AUTH_TOKEN, HEADER_LEN, Header, MAX_PAYLOAD, encode,
+};
+
 use rsa::RsaPrivateKey;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -24,20 +29,6 @@ use tokio::sync::mpsc;
 
 use super::key;
 
-const A_CNXN: u32 = 0x4e58_4e43;
-const A_AUTH: u32 = 0x4854_5541;
-const A_OPEN: u32 = 0x4e45_504f;
-const A_OKAY: u32 = 0x5941_4b4f;
-const A_WRTE: u32 = 0x4554_5257;
-const A_CLSE: u32 = 0x4553_4c43;
-const A_STLS: u32 = 0x534c_5453;
-const A_VERSION: u32 = 0x0100_0001;
-const AUTH_TOKEN: u32 = 1;
-const AUTH_SIGNATURE: u32 = 2;
-const AUTH_RSAPUBLICKEY: u32 = 3;
-/// The largest payload we accept, announced in our CNXN.
-const MAX_PAYLOAD: u32 = 1024 * 1024;
-const HEADER_LEN: usize = 24;
 const HOST_BANNER: &[u8] = b"host::features=shell_v2,cmd,stat_v2\0";
 
 /// Why a direct call failed.
@@ -60,41 +51,21 @@ struct Message {
     payload: Vec<u8>,
 }
 
-fn encode(command: u32, arg0: u32, arg1: u32, payload: &[u8]) -> Vec<u8> {
-    let check = payload
-        .iter()
-        .fold(0u32, |sum, b| sum.wrapping_add(u32::from(*b)));
-    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-    for w in [command, arg0, arg1, len, check, command ^ 0xffff_ffff] {
-        out.extend_from_slice(&w.to_le_bytes());
-    }
-    out.extend_from_slice(payload);
-    out
-}
-
 async fn read_message(rd: &mut BufReader<OwnedReadHalf>) -> std::io::Result<Message> {
     let mut h = [0u8; HEADER_LEN];
     rd.read_exact(&mut h).await?;
-    let w = |i: usize| u32::from_le_bytes([h[i * 4], h[i * 4 + 1], h[i * 4 + 2], h[i * 4 + 3]]);
-    let (command, len, magic) = (w(0), w(3), w(5));
-    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
-    if magic != command ^ 0xffff_ffff {
-        return Err(bad(format!(
-            "not an ADB message (command {command:#010x}, magic {magic:#010x})"
-        )));
-    }
-    if len > MAX_PAYLOAD {
-        return Err(bad(format!(
-            "a {len} byte payload exceeds the {MAX_PAYLOAD} bytes we announced"
-        )));
-    }
-    let mut payload = vec![0u8; len as usize];
+    let h = Header::decode(&h).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not an ADB message: {e}"),
+        )
+    })?;
+    let mut payload = vec![0u8; h.data_length as usize];
     rd.read_exact(&mut payload).await?;
     Ok(Message {
-        command,
-        arg0: w(1),
-        arg1: w(2),
+        command: h.command,
+        arg0: h.arg0,
+        arg1: h.arg1,
         payload,
     })
 }

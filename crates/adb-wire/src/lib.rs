@@ -1,4 +1,6 @@
-//! ADB transport messages: the 24-byte header (six little-endian u32) and its payload.
+//! ADB transport messages: the 24-byte header (six little-endian u32) and its payload, as
+//! both sides of a connection speak them (droidmesh-sim is the device side, the device
+//! service's direct client the host side).
 //!
 //! `data_check` is the byte sum of the payload and `magic` is `command ^ 0xffff_ffff`; the
 //! header and payload are encoded into one buffer so they leave in one TCP write.
@@ -11,9 +13,14 @@ pub const A_WRTE: u32 = 0x4554_5257;
 pub const A_CLSE: u32 = 0x4553_4c43;
 pub const A_STLS: u32 = 0x534c_5453;
 
-/// Protocol version this device answers with.
+/// AUTH types (arg0 of an AUTH message).
+pub const AUTH_TOKEN: u32 = 1;
+pub const AUTH_SIGNATURE: u32 = 2;
+pub const AUTH_RSAPUBLICKEY: u32 = 3;
+
+/// Protocol version droidmesh speaks on both sides.
 pub const A_VERSION: u32 = 0x0100_0001;
-/// Largest payload this device accepts.
+/// Largest payload droidmesh accepts (and announces in its CNXN), on both sides.
 pub const MAX_PAYLOAD: u32 = 1024 * 1024;
 /// Header size in bytes.
 pub const HEADER_LEN: usize = 24;
