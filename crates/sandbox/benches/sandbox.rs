@@ -58,6 +58,23 @@ fn minor_faults() -> Option<u64> {
         .ok()
 }
 
+/// How long 300 `Session::new` calls take, each session dropped at once, with `gap` between
+/// one session's end and the next one's start.
+fn creation_times(limits: &SandboxLimits, gap: Option<Duration>) -> Vec<Duration> {
+    (0..300)
+        .map(|_| {
+            if let Some(gap) = gap {
+                std::thread::sleep(gap);
+            }
+            let start = Instant::now();
+            let session = Session::new(limits.clone(), capabilities()).unwrap();
+            let took = start.elapsed();
+            drop(session);
+            took
+        })
+        .collect()
+}
+
 fn main() {
     let limits = SandboxLimits::default();
 
@@ -68,36 +85,17 @@ fn main() {
     for _ in 0..20 {
         drop(Session::new(limits.clone(), capabilities()).unwrap());
     }
-    let spaced: Vec<Duration> = (0..300)
-        .map(|_| {
-            std::thread::sleep(Duration::from_millis(2));
-            let start = Instant::now();
-            let session = Session::new(limits.clone(), capabilities()).unwrap();
-            let took = start.elapsed();
-            drop(session);
-            took
-        })
-        .collect();
-    let created = median(spaced);
+    let created = median(creation_times(&limits, Some(Duration::from_millis(2))));
     report(
         "session creation, a spare ready (2 ms apart)",
         format!("{created:.1?}"),
         created <= Duration::from_micros(200),
         "200 µs",
     );
-    let samples: Vec<Duration> = (0..300)
-        .map(|_| {
-            let start = Instant::now();
-            let session = Session::new(limits.clone(), capabilities()).unwrap();
-            let took = start.elapsed();
-            drop(session);
-            took
-        })
-        .collect();
     println!(
         "{:<44} {:>14}",
         "  back to back, one ends as one starts",
-        format!("{:.1?}", median(samples))
+        format!("{:.1?}", median(creation_times(&limits, None)))
     );
     let faults_before = minor_faults();
     let mut live = Vec::new();
