@@ -126,8 +126,31 @@ async fn notes_typed_text_is_saved_on_the_device() {
         .into_inner();
     assert!(typed.success, "{typed:?}");
 
+    let st = state(&mut client, serial).await;
+    let field = find(&st, |e| {
+        e.resource_id == "com.droidmesh.notes:id/note_input"
+    })
+    .unwrap();
+    assert_eq!(field.text, text);
+    let save = find(&st, |e| e.resource_id == "com.droidmesh.notes:id/save").unwrap();
+    client
+        .tap(TapRequest {
+            lease: lref(&lease),
+            target: Some(tap_request::Target::Index(save.index)),
+        })
+        .await
+        .unwrap();
+    let saved = shared
+        .adb
+        .shell(serial, "cat /sdcard/Notes/note.txt")
+        .unwrap();
+    assert_eq!(saved.trim_end(), text);
+
     // Sensitive text is typed the same, and the answer names only its length, even when the
     // field held an earlier text that is cleared first.
+    let held = state(&mut client, serial).await;
+    let field = find(&held, |e| e.index == input.index).unwrap();
+    assert_eq!(field.text, text, "the saved note is still in the field");
     let secret = "hunter2-Secret";
     let typed = client
         .type_text(TypeTextRequest {
@@ -153,36 +176,6 @@ async fn notes_typed_text_is_saved_on_the_device() {
     })
     .unwrap();
     assert_eq!(field.text, secret);
-    client
-        .type_text(TypeTextRequest {
-            lease: lref(&lease),
-            text: text.into(),
-            index: Some(input.index),
-            clear: true,
-            sensitive: false,
-        })
-        .await
-        .unwrap();
-
-    let st = state(&mut client, serial).await;
-    let field = find(&st, |e| {
-        e.resource_id == "com.droidmesh.notes:id/note_input"
-    })
-    .unwrap();
-    assert_eq!(field.text, text);
-    let save = find(&st, |e| e.resource_id == "com.droidmesh.notes:id/save").unwrap();
-    client
-        .tap(TapRequest {
-            lease: lref(&lease),
-            target: Some(tap_request::Target::Index(save.index)),
-        })
-        .await
-        .unwrap();
-    let saved = shared
-        .adb
-        .shell(serial, "cat /sdcard/Notes/note.txt")
-        .unwrap();
-    assert_eq!(saved.trim_end(), text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
