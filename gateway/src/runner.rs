@@ -137,6 +137,8 @@ fn finish(entry: &TaskEntry, ending: Ending, took: Duration) {
         usage: task.usage,
         duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         error: ending.error,
+        answered_directly: task.answered_directly,
+        files: task.files,
     }));
 }
 

@@ -332,6 +332,14 @@ fn print_event(ev: &TaskEvent) {
         K::Screenshot(s) => format!("  screenshot {}x{}", s.width, s.height),
         K::Plan(p) => format!("  plan: {}", p.plan_text),
         K::Handoff(h) => format!("  handoff {} -> {}: {}", h.from_agent, h.to_agent, h.reason),
+        K::SubgoalResult(r) => {
+            let res = r.result.clone().unwrap_or_default();
+            if res.success {
+                format!("  -> {}: {}", r.agent, res.action_taken)
+            } else {
+                format!("  -> {} FAILED: {}", r.agent, res.error.unwrap_or_default())
+            }
+        }
         K::Completed(c) => {
             let u = c.usage.unwrap_or_default();
             let mut s = format!(

@@ -220,6 +220,88 @@ impl LlmClient {
     }
 }
 
+/// One task's choice of model for one agent, over the agent's configured profile: empty or
+/// absent fields keep the profile's values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelOverride {
+    /// A configured provider's name; empty keeps the profile's provider.
+    pub provider: String,
+    /// Model name; empty keeps the profile's model.
+    pub model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelOverride {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.provider.trim().is_empty()
+            && self.model.trim().is_empty()
+            && self.temperature.is_none()
+            && self.max_tokens.is_none()
+    }
+
+    /// `profile` with this override applied.
+    pub fn apply(&self, mut profile: ProfileConfig) -> ProfileConfig {
+        if !self.provider.trim().is_empty() {
+            self.provider.trim().clone_into(&mut profile.provider);
+        }
+        if !self.model.trim().is_empty() {
+            self.model.trim().clone_into(&mut profile.model);
+        }
+        if let Some(t) = self.temperature {
+            profile.temperature = Some(t as f32);
+        }
+        if let Some(m) = self.max_tokens {
+            profile.max_tokens = Some(m);
+        }
+        profile
+    }
+}
+
+impl From<&droidmesh_proto::v1::LlmOverride> for ModelOverride {
+    fn from(o: &droidmesh_proto::v1::LlmOverride) -> Self {
+        Self {
+            provider: o.provider.clone(),
+            model: o.model.clone(),
+            temperature: o.temperature,
+            max_tokens: o.max_tokens,
+        }
+    }
+}
+
+impl LlmClient {
+    /// The target for agent `profile` given a request's optional proto override (see
+    /// [`LlmClient::target_for`]).
+    pub fn target_for_request(
+        &self,
+        profile: &str,
+        ov: Option<&droidmesh_proto::v1::LlmOverride>,
+    ) -> Result<ChatTarget> {
+        self.target_for(profile, ov.map(ModelOverride::from).as_ref())
+    }
+
+    /// What agent `profile` talks to for one task: its configured profile (or `default`), with
+    /// the task's override merged in. A provider the override names that is not configured, or
+    /// a temperature outside 0–2, is refused here, before any call.
+    pub fn target_for(&self, profile: &str, ov: Option<&ModelOverride>) -> Result<ChatTarget> {
+        let Some(ov) = ov.filter(|o| !o.is_empty()) else {
+            return Ok(ChatTarget::from(profile));
+        };
+        if let Some(t) = ov.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err(LlmError::Config(format!(
+                "expected a temperature between 0 and 2 for `{profile}`, found {t}"
+            )));
+        }
+        let merged = ov.apply(self.profile(profile)?);
+        // Fails now when the provider is unknown.
+        self.bind(merged.clone())?;
+        Ok(ChatTarget::Direct(merged))
+    }
+}
+
 /// A provider, a model and the profile's sampling defaults.
 #[derive(Clone)]
 pub struct BoundModel {

@@ -21,7 +21,7 @@ pub mod testkit;
 mod transport;
 mod wire;
 
-pub use client::{BoundModel, BoxFuture, ChatModel, ChatTarget, LlmClient};
+pub use client::{BoundModel, BoxFuture, ChatModel, ChatTarget, LlmClient, ModelOverride};
 pub use config::{
     AGENT_PROFILES, DEFAULT_PROFILE, LlmConfig, ProfileConfig, ProviderConfig, RetryPolicy, Secret,
     WireFormat,

@@ -3,7 +3,8 @@
 use crate::support::{self, KEY, MODEL, client, client_for, config, hello, provider};
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_llm::{
-    ChatModel, ChatRequest, LlmClient, LlmError, Message, ProfileConfig, RetryPolicy, WireFormat,
+    ChatModel, ChatRequest, LlmClient, LlmError, Message, ModelOverride, ProfileConfig,
+    RetryPolicy, WireFormat,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -66,6 +67,63 @@ async fn direct_target_and_trait_object() {
     drop(client);
     assert_eq!(model.chat(hello()).await.unwrap().text, "ok");
     assert!(format!("{cloned:?}").contains("mockai"));
+}
+
+#[tokio::test]
+async fn a_task_override_merges_over_the_agent_profile() {
+    let server = MockLlmServer::start([ok(), ok(), ok()]).await.unwrap();
+    let mut c = config(provider(WireFormat::Openai, &server));
+    let mut manager = ProfileConfig::new("mockai", "planner-model");
+    manager.temperature = Some(0.7);
+    manager.max_tokens = Some(300);
+    c.profiles.insert("manager".into(), manager);
+    let client = client(&c);
+    let hi = || ChatRequest::new(vec![Message::user("plan")]);
+
+    // No override, or an empty one: the profile itself.
+    let plain = client.target_for("manager", None).unwrap();
+    assert_eq!(plain, droidmesh_llm::ChatTarget::from("manager"));
+    let empty = ModelOverride::default();
+    client
+        .chat(client.target_for("manager", Some(&empty)).unwrap(), hi())
+        .await
+        .unwrap();
+    // A model and a temperature: the rest of the profile stays.
+    let ov = ModelOverride {
+        model: "bigger-model".into(),
+        temperature: Some(0.1),
+        ..ModelOverride::default()
+    };
+    client
+        .chat(client.target_for("manager", Some(&ov)).unwrap(), hi())
+        .await
+        .unwrap();
+    let bodies: Vec<_> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(bodies[0]["model"], "planner-model");
+    assert_eq!(bodies[1]["model"], "bigger-model");
+    assert_eq!(bodies[1]["temperature"], json!(0.1));
+    assert_eq!(bodies[1]["max_tokens"], 300);
+
+    // An unknown provider or an impossible temperature is refused before any call.
+    let unknown = ModelOverride {
+        provider: "nope".into(),
+        ..ModelOverride::default()
+    };
+    let err = client.target_for("manager", Some(&unknown)).unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Config(m) if m.contains("`nope`")),
+        "{err}"
+    );
+    let hot = ModelOverride {
+        temperature: Some(7.0),
+        ..ModelOverride::default()
+    };
+    let err = client.target_for("manager", Some(&hot)).unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Config(m) if m.contains("between 0 and 2")),
+        "{err}"
+    );
+    assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]

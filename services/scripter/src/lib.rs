@@ -1,0 +1,1 @@
+//! The droidmesh scripter: runs the off-device JavaScript sessions of `<script>` subgoals.
