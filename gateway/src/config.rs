@@ -59,4 +59,6 @@ pub struct Peers {
     pub device: String,
     pub executor: String,
     pub manager: String,
+    pub scripter: String,
+    pub text_manipulator: String,
 }

@@ -1,7 +1,11 @@
 //! The droidmesh gateway: the public `Gateway` service. It owns every task (record, device
-//! lease, event log), routes direct-mode tasks to the executor's CodeAct stream and final
-//! answers to the manager's structured output, and never calls an LLM itself.
+//! lease, event log) and runs it under the driver of its mode: direct tasks relay the
+//! executor's CodeAct stream. Final answers go to the manager's structured output. It never
+//! calls an LLM itself.
+pub mod agents;
 pub mod config;
+pub mod direct;
+pub mod driver;
 pub mod runner;
 pub mod service;
 pub mod store;
@@ -13,6 +17,8 @@ use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
 use droidmesh_proto::v1::gateway_server::GatewayServer;
 use droidmesh_proto::v1::manager_service_client::ManagerServiceClient;
+use droidmesh_proto::v1::scripter_service_client::ScripterServiceClient;
+use droidmesh_proto::v1::text_manipulator_service_client::TextManipulatorServiceClient;
 use droidmesh_runtime::ClientOptions;
 
 /// Builds the gateway server; peers are connected lazily, so it starts before they do.
@@ -33,11 +39,20 @@ pub fn gateway_service(
     let connect = |what: &str, ep: &str, opts: &ClientOptions| {
         droidmesh_runtime::connect(ep, opts).map_err(|e| format!("{what} endpoint '{ep}': {e}"))
     };
+    let agents = agents::Agents {
+        manager: ManagerServiceClient::new(connect("manager", &peers.manager, &unary)?),
+        executor: ExecutorServiceClient::new(connect("executor", &peers.executor, &streaming)?),
+        scripter: ScripterServiceClient::new(connect("scripter", &peers.scripter, &streaming)?),
+        text_manipulator: TextManipulatorServiceClient::new(connect(
+            "text_manipulator",
+            &peers.text_manipulator,
+            &unary,
+        )?),
+    };
     let deps = runner::Deps {
         cfg,
         device: DeviceServiceClient::new(connect("device", &peers.device, &unary)?),
-        executor: ExecutorServiceClient::new(connect("executor", &peers.executor, &streaming)?),
-        manager: ManagerServiceClient::new(connect("manager", &peers.manager, &unary)?),
+        agents,
         device_endpoint: peers
             .device
             .split(',')

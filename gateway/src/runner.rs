@@ -1,22 +1,22 @@
-//! One task's run in direct mode: wait for the device lease (if queued), keep it renewed, run
-//! the executor's CodeAct stream while relaying its events and the client's messages, turn the
-//! final answer into structured output when asked, and release the lease on every ending.
+//! One task's run, whatever its mode: wait for the device lease (if queued), keep it renewed
+//! while the mode's [`Driver`] runs the agents, turn the final answer into structured output
+//! when asked, release the lease on every ending and record how the task ended.
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
-use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
-use droidmesh_proto::v1::manager_service_client::ManagerServiceClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, AgentEvent, CodeActInput, CodeActStart, DeviceBinding, Lease, LeaseRef,
-    ReleaseLeaseRequest, RenewLeaseRequest, StructureOutputRequest, TaskCompleted, TaskRequest,
-    TaskState, TaskStatus, TokenUsage, UserMessage, agent_event, code_act_input, task_event,
+    AcquireLeaseRequest, Lease, LeaseRef, ReleaseLeaseRequest, RenewLeaseRequest,
+    StructureOutputRequest, TaskCompleted, TaskRequest, TaskState, TaskStatus, TokenUsage,
+    task_event,
 };
 use droidmesh_runtime::TracedChannel;
 use tokio::sync::mpsc;
 use tonic::Code;
 
+use crate::agents::Agents;
 use crate::config::GatewayConfig;
+use crate::driver::{Driver, Ending, TaskCtx, lease_ref, non_empty};
 use crate::store::{Control, TaskEntry};
 
 /// What a task needs from its surroundings.
@@ -24,34 +24,9 @@ use crate::store::{Control, TaskEntry};
 pub struct Deps {
     pub cfg: GatewayConfig,
     pub device: DeviceServiceClient<TracedChannel>,
-    pub executor: ExecutorServiceClient<TracedChannel>,
-    pub manager: ManagerServiceClient<TracedChannel>,
+    pub agents: Agents,
     /// The device endpoint agents are told to use.
     pub device_endpoint: String,
-}
-
-/// How a run ended, before structured output.
-struct Ending {
-    state: TaskState,
-    answer: String,
-    error: String,
-}
-
-impl Ending {
-    fn failed(error: impl Into<String>) -> Self {
-        Self {
-            state: TaskState::Failed,
-            answer: String::new(),
-            error: error.into(),
-        }
-    }
-    fn cancelled(reason: impl Into<String>) -> Self {
-        Self {
-            state: TaskState::Cancelled,
-            answer: String::new(),
-            error: reason.into(),
-        }
-    }
 }
 
 pub fn set_state(entry: &TaskEntry, state: TaskState, detail: &str) {
@@ -62,15 +37,10 @@ pub fn set_state(entry: &TaskEntry, state: TaskState, detail: &str) {
     }));
 }
 
-fn lease_ref(lease: &Lease) -> LeaseRef {
-    LeaseRef {
-        serial: lease.serial.clone(),
-        lease_id: lease.lease_id.clone(),
-    }
-}
-
-/// Runs the task to its end. `lease` is present when the device was leased up front.
-pub async fn run(
+/// Runs the task to its end under `driver`. `lease` is present when the device was leased up
+/// front.
+pub async fn run<D: Driver>(
+    driver: D,
     deps: Deps,
     entry: Arc<TaskEntry>,
     req: TaskRequest,
@@ -94,8 +64,15 @@ pub async fn run(
 
     let (lost_tx, mut lost_rx) = tokio::sync::oneshot::channel::<String>();
     let renewer = tokio::spawn(renew(deps.clone(), lease_ref(&lease), lost_tx));
+    let ctx = TaskCtx {
+        deps: &deps,
+        entry: &entry,
+        req: &req,
+        lease: &lease,
+        control: &mut control,
+    };
     let ending = tokio::select! {
-        e = drive(&deps, &entry, &req, &lease, &mut control) => e,
+        e = driver.drive(ctx) => e,
         lost = &mut lost_rx => Ending::failed(format!("lost the lease on {}: {}", lease.serial, lost.unwrap_or_default())),
     };
     renewer.abort();
@@ -205,14 +182,6 @@ async fn wait_for_lease(
     }
 }
 
-fn non_empty(s: String, default: &str) -> String {
-    if s.trim().is_empty() {
-        default.to_owned()
-    } else {
-        s
-    }
-}
-
 /// Renews the lease every third of its ttl; reports a lease that can no longer be renewed.
 async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<String>) {
     let mut device = deps.device.clone();
@@ -243,150 +212,12 @@ async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<S
     }
 }
 
-fn add_usage(total: &mut Option<TokenUsage>, u: &TokenUsage) {
+pub fn add_usage(total: &mut Option<TokenUsage>, u: &TokenUsage) {
     let t = total.get_or_insert_with(TokenUsage::default);
     t.input_tokens += u.input_tokens;
     t.output_tokens += u.output_tokens;
     t.cached_input_tokens += u.cached_input_tokens;
     t.calls += u.calls.max(1);
-}
-
-/// Runs the executor's CodeAct stream and relays both ways.
-async fn drive(
-    deps: &Deps,
-    entry: &TaskEntry,
-    req: &TaskRequest,
-    lease: &Lease,
-    control: &mut mpsc::UnboundedReceiver<Control>,
-) -> Ending {
-    let (in_tx, in_rx) = mpsc::channel::<CodeActInput>(16);
-    let start = CodeActStart {
-        task_id: entry.id.clone(),
-        goal: req.goal.clone(),
-        device: Some(DeviceBinding {
-            endpoint: deps.device_endpoint.clone(),
-            lease: Some(lease_ref(lease)),
-        }),
-        max_steps: req.max_steps.unwrap_or(deps.cfg.default_max_steps),
-        vision: req.vision,
-        secret_ids: req.secret_ids.clone(),
-        app_card: req.app_card.clone(),
-        output_schema: req.output_schema.clone().unwrap_or_default(),
-        tools: Vec::new(),
-        llm: req.models.get("codeact").cloned(),
-        stream_screenshots: req.stream_screenshots,
-    };
-    let input = |kind| CodeActInput { kind: Some(kind) };
-    if in_tx
-        .send(input(code_act_input::Kind::Start(start)))
-        .await
-        .is_err()
-    {
-        return Ending::failed("internal error: the executor input closed before starting");
-    }
-    let mut executor = deps.executor.clone();
-    let mut stream = match executor
-        .run_code_act(tokio_stream::wrappers::ReceiverStream::new(in_rx))
-        .await
-    {
-        Ok(s) => s.into_inner(),
-        Err(s) => return Ending::failed(format!("executor unavailable: {}", s.message())),
-    };
-    let mut stop_deadline: Option<tokio::time::Instant> = None;
-    let mut stop_reason = String::new();
-    loop {
-        let grace = async {
-            match stop_deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            msg = stream.message() => match msg {
-                Ok(Some(ev)) => {
-                    if let Some(done) = relay(entry, ev) {
-                        return match (done.success, stop_deadline.is_some()) {
-                            (_, true) => Ending::cancelled(non_empty(stop_reason, "stopped by the user")),
-                            (true, false) => Ending { state: TaskState::Succeeded, answer: done.answer, error: String::new() },
-                            (false, false) => {
-                                let error = non_empty(done.answer.clone(), "the agent gave up");
-                                Ending { state: TaskState::Failed, answer: done.answer, error }
-                            }
-                        };
-                    }
-                }
-                Ok(None) => return Ending::failed("the executor ended the run without finishing it"),
-                Err(s) => return Ending::failed(format!("executor failed: {} ({:?})", s.message(), s.code())),
-            },
-            c = control.recv() => {
-                let Some(c) = c else { return Ending::cancelled("the gateway is shutting down") };
-                let kind = match c {
-                    Control::Cancel(reason) => return Ending::cancelled(non_empty(reason, "cancelled by the user")),
-                    Control::Stop(reason) => {
-                        stop_reason = reason;
-                        stop_deadline = Some(tokio::time::Instant::now() + Duration::from_millis(deps.cfg.stop_grace_ms));
-                        code_act_input::Kind::Stop(true)
-                    }
-                    Control::HumanReply(text) => {
-                        entry.update(|t| t.state = TaskState::Running as i32);
-                        message(entry, &format!("human reply: {text}"));
-                        code_act_input::Kind::HumanReply(text)
-                    }
-                    Control::ChangeGoal(goal) => {
-                        message(entry, &format!("goal changed to: {goal}"));
-                        code_act_input::Kind::NewGoal(goal)
-                    }
-                    Control::Note(text) => {
-                        message(entry, &text);
-                        code_act_input::Kind::UserMessage(text)
-                    }
-                };
-                if in_tx.send(input(kind)).await.is_err() {
-                    return Ending::failed("the executor stopped reading messages");
-                }
-            }
-            _ = grace => return Ending::cancelled(non_empty(stop_reason, "stopped by the user (the step in progress was cut off)")),
-        }
-    }
-}
-
-fn message(entry: &TaskEntry, text: &str) {
-    entry.push(task_event::Kind::Message(UserMessage {
-        text: text.to_owned(),
-    }));
-}
-
-/// Turns an agent event into a task event; returns the agent's result when it finished.
-fn relay(entry: &TaskEntry, ev: AgentEvent) -> Option<droidmesh_proto::v1::AgentFinished> {
-    use task_event::Kind as K;
-    let kind = match ev.kind? {
-        agent_event::Kind::Step(s) => {
-            entry.set_step(s.step);
-            K::StepStarted(s)
-        }
-        agent_event::Kind::Thought(t) => K::Thought(t),
-        agent_event::Kind::Code(c) => K::Code(c),
-        agent_event::Kind::ToolCall(c) => K::ToolCall(c),
-        agent_event::Kind::ToolResult(r) => K::ToolResult(r),
-        agent_event::Kind::Observation(o) => K::Observation(o),
-        agent_event::Kind::Screenshot(s) => K::Screenshot(s),
-        agent_event::Kind::Usage(u) => {
-            if let Some(usage) = &u.usage {
-                entry.update(|t| add_usage(&mut t.usage, usage));
-            }
-            K::Usage(u)
-        }
-        agent_event::Kind::HumanHelp(h) => {
-            entry.update(|t| t.state = TaskState::WaitingForHuman as i32);
-            K::HumanHelp(h)
-        }
-        agent_event::Kind::Finished(f) => {
-            entry.update(|t| t.steps = t.steps.max(f.steps));
-            return Some(f);
-        }
-    };
-    entry.push(kind);
-    None
 }
 
 /// With an output schema, asks the manager to structure a successful answer.
@@ -397,7 +228,7 @@ async fn structure(deps: &Deps, entry: &TaskEntry, req: &TaskRequest, ending: En
     if ending.state != TaskState::Succeeded {
         return ending;
     }
-    let mut manager = deps.manager.clone();
+    let mut manager = deps.agents.manager.clone();
     let call = manager.structure_output(StructureOutputRequest {
         task_id: entry.id.clone(),
         goal: req.goal.clone(),

@@ -6,7 +6,7 @@ use tracing::Instrument as _;
 
 use droidmesh_proto::v1::gateway_server::Gateway;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, CancelTaskRequest, GetTaskRequest, ListDevicesRequest,
+    AcquireLeaseRequest, CancelTaskRequest, GetTaskRequest, Lease, ListDevicesRequest,
     ListDevicesResponse, ListTasksRequest, ListTasksResponse, Mode, SendMessageRequest,
     SendMessageResponse, SubmitTaskResponse, Task, TaskEvent, TaskRequest, TaskState,
     WatchTaskRequest, send_message_request, task_event,
@@ -16,6 +16,7 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status};
 
+use crate::direct::DirectDriver;
 use crate::runner::{self, Deps};
 use crate::store::{Control, Store, TaskEntry, is_final, now_ms};
 
@@ -59,6 +60,21 @@ impl GatewayService {
             )),
             Err(_) => bad(format!("mode {} is not a known Mode", req.mode)),
         }
+    }
+
+    /// Starts the task's run under the driver of its mode (checked by [`Self::check`]).
+    fn spawn_run(
+        &self,
+        entry: Arc<TaskEntry>,
+        req: TaskRequest,
+        lease: Option<Lease>,
+        control: mpsc::UnboundedReceiver<Control>,
+    ) {
+        // The task runs under its own span, a child of this RPC's span: every agent call it
+        // makes (and the device calls those make) joins the caller's trace.
+        let span = tracing::info_span!("task", task = %entry.id);
+        let deps = self.deps.clone();
+        tokio::spawn(runner::run(DirectDriver, deps, entry, req, lease, control).instrument(span));
     }
 
     /// Creates the task: leases its device first unless it may wait for one, so a busy or
@@ -106,12 +122,7 @@ impl GatewayService {
         let (entry, control) = self.store.insert(task, self.deps.cfg.keep_finished_tasks);
         runner::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_chars = req.goal.len(), "task created");
-        // The task runs under its own span, a child of this RPC's span: every agent call it
-        // makes (and the device calls those make) joins the caller's trace.
-        let span = tracing::info_span!("task", task = %id);
-        tokio::spawn(
-            runner::run(self.deps.clone(), entry.clone(), req, lease, control).instrument(span),
-        );
+        self.spawn_run(entry.clone(), req, lease, control);
         Ok(entry)
     }
 

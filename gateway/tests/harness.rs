@@ -106,7 +106,10 @@ pub async fn stack(shared: &Shared, executor: Option<String>) -> Stack {
     let peers = Peers {
         device: device_ep.clone(),
         executor: executor_ep.clone(),
-        manager: manager_ep,
+        manager: manager_ep.clone(),
+        // Not used by direct-mode tests; reasoning tests start their own.
+        scripter: manager_ep.clone(),
+        text_manipulator: manager_ep,
     };
     let gw = gateway_service(test_config(), &peers).unwrap();
     let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;

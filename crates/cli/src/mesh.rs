@@ -95,6 +95,8 @@ pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Rout
                 device: config.endpoints.device.clone(),
                 executor: config.endpoints.executor.clone(),
                 manager: config.endpoints.manager.clone(),
+                scripter: config.endpoints.scripter.clone(),
+                text_manipulator: config.endpoints.text_manipulator.clone(),
             };
             let svc = droidmesh_gateway::gateway_service(config.gateway.clone(), &peers)
                 .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;

@@ -1,0 +1,146 @@
+//! Direct mode: one executor CodeAct stream per task. Its events are relayed into the task's
+//! log; the client's messages (stop, new goal, note, a human's reply) are relayed to it.
+use std::time::Duration;
+
+use droidmesh_proto::v1::{
+    AgentEvent, AgentFinished, CodeActInput, CodeActStart, TaskState, agent_event, code_act_input,
+    task_event,
+};
+use tokio::sync::mpsc;
+
+use crate::driver::{Driver, Ending, TaskCtx, non_empty};
+use crate::runner::add_usage;
+use crate::store::{Control, TaskEntry};
+
+/// Runs the executor's CodeAct loop for the task.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirectDriver;
+
+impl Driver for DirectDriver {
+    async fn drive(&self, ctx: TaskCtx<'_>) -> Ending {
+        drive(ctx).await
+    }
+}
+
+async fn drive(ctx: TaskCtx<'_>) -> Ending {
+    let (deps, entry, req) = (ctx.deps, ctx.entry, ctx.req);
+    let (in_tx, in_rx) = mpsc::channel::<CodeActInput>(16);
+    let start = CodeActStart {
+        task_id: entry.id.clone(),
+        goal: req.goal.clone(),
+        device: Some(ctx.binding()),
+        max_steps: ctx.max_steps(),
+        vision: req.vision,
+        secret_ids: req.secret_ids.clone(),
+        app_card: req.app_card.clone(),
+        output_schema: req.output_schema.clone().unwrap_or_default(),
+        tools: Vec::new(),
+        llm: req.models.get("codeact").cloned(),
+        stream_screenshots: req.stream_screenshots,
+    };
+    let input = |kind| CodeActInput { kind: Some(kind) };
+    if in_tx
+        .send(input(code_act_input::Kind::Start(start)))
+        .await
+        .is_err()
+    {
+        return Ending::failed("internal error: the executor input closed before starting");
+    }
+    let mut executor = deps.agents.executor.clone();
+    let mut stream = match executor
+        .run_code_act(tokio_stream::wrappers::ReceiverStream::new(in_rx))
+        .await
+    {
+        Ok(s) => s.into_inner(),
+        Err(s) => return Ending::failed(format!("executor unavailable: {}", s.message())),
+    };
+    let mut stop_deadline: Option<tokio::time::Instant> = None;
+    let mut stop_reason = String::new();
+    loop {
+        let grace = async {
+            match stop_deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            msg = stream.message() => match msg {
+                Ok(Some(ev)) => {
+                    if let Some(done) = relay(entry, ev) {
+                        return match (done.success, stop_deadline.is_some()) {
+                            (_, true) => Ending::cancelled(non_empty(stop_reason, "stopped by the user")),
+                            (true, false) => Ending::succeeded(done.answer),
+                            (false, false) => {
+                                let error = non_empty(done.answer.clone(), "the agent gave up");
+                                Ending { state: TaskState::Failed, answer: done.answer, error }
+                            }
+                        };
+                    }
+                }
+                Ok(None) => return Ending::failed("the executor ended the run without finishing it"),
+                Err(s) => return Ending::failed(format!("executor failed: {} ({:?})", s.message(), s.code())),
+            },
+            c = ctx.control.recv() => {
+                let Some(c) = c else { return Ending::cancelled("the gateway is shutting down") };
+                let kind = match c {
+                    Control::Cancel(reason) => return Ending::cancelled(non_empty(reason, "cancelled by the user")),
+                    Control::Stop(reason) => {
+                        stop_reason = reason;
+                        stop_deadline = Some(tokio::time::Instant::now() + Duration::from_millis(deps.cfg.stop_grace_ms));
+                        code_act_input::Kind::Stop(true)
+                    }
+                    Control::HumanReply(text) => {
+                        entry.update(|t| t.state = TaskState::Running as i32);
+                        ctx.message(&format!("human reply: {text}"));
+                        code_act_input::Kind::HumanReply(text)
+                    }
+                    Control::ChangeGoal(goal) => {
+                        ctx.message(&format!("goal changed to: {goal}"));
+                        code_act_input::Kind::NewGoal(goal)
+                    }
+                    Control::Note(text) => {
+                        ctx.message(&text);
+                        code_act_input::Kind::UserMessage(text)
+                    }
+                };
+                if in_tx.send(input(kind)).await.is_err() {
+                    return Ending::failed("the executor stopped reading messages");
+                }
+            }
+            _ = grace => return Ending::cancelled(non_empty(stop_reason, "stopped by the user (the step in progress was cut off)")),
+        }
+    }
+}
+
+/// Turns an agent event into a task event; returns the agent's result when it finished.
+pub(crate) fn relay(entry: &TaskEntry, ev: AgentEvent) -> Option<AgentFinished> {
+    use task_event::Kind as K;
+    let kind = match ev.kind? {
+        agent_event::Kind::Step(s) => {
+            entry.set_step(s.step);
+            K::StepStarted(s)
+        }
+        agent_event::Kind::Thought(t) => K::Thought(t),
+        agent_event::Kind::Code(c) => K::Code(c),
+        agent_event::Kind::ToolCall(c) => K::ToolCall(c),
+        agent_event::Kind::ToolResult(r) => K::ToolResult(r),
+        agent_event::Kind::Observation(o) => K::Observation(o),
+        agent_event::Kind::Screenshot(s) => K::Screenshot(s),
+        agent_event::Kind::Usage(u) => {
+            if let Some(usage) = &u.usage {
+                entry.update(|t| add_usage(&mut t.usage, usage));
+            }
+            K::Usage(u)
+        }
+        agent_event::Kind::HumanHelp(h) => {
+            entry.update(|t| t.state = TaskState::WaitingForHuman as i32);
+            K::HumanHelp(h)
+        }
+        agent_event::Kind::Finished(f) => {
+            entry.update(|t| t.steps = t.steps.max(f.steps));
+            return Some(f);
+        }
+    };
+    entry.push(kind);
+    None
+}

@@ -1,0 +1,104 @@
+//! What a mode plugs into the task runner: a [`Driver`] runs the agents of one task while the
+//! runner holds its device lease, and returns how the run ended.
+use std::future::Future;
+
+use droidmesh_proto::v1::task_event;
+use droidmesh_proto::v1::{DeviceBinding, Lease, LeaseRef, TaskRequest, TaskState, UserMessage};
+use tokio::sync::mpsc;
+
+use crate::runner::Deps;
+use crate::store::{Control, TaskEntry};
+
+/// How a run ended, before structured output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub state: TaskState,
+    pub answer: String,
+    pub error: String,
+}
+
+impl Ending {
+    pub fn succeeded(answer: impl Into<String>) -> Self {
+        Self {
+            state: TaskState::Succeeded,
+            answer: answer.into(),
+            error: String::new(),
+        }
+    }
+
+    pub fn failed(error: impl Into<String>) -> Self {
+        Self {
+            state: TaskState::Failed,
+            answer: String::new(),
+            error: error.into(),
+        }
+    }
+
+    pub fn cancelled(reason: impl Into<String>) -> Self {
+        Self {
+            state: TaskState::Cancelled,
+            answer: String::new(),
+            error: reason.into(),
+        }
+    }
+}
+
+/// Everything a driver may use while the runner holds the task's lease.
+pub struct TaskCtx<'a> {
+    pub deps: &'a Deps,
+    pub entry: &'a TaskEntry,
+    pub req: &'a TaskRequest,
+    pub lease: &'a Lease,
+    /// Messages for the running task (SendMessage, CancelTask).
+    pub control: &'a mut mpsc::UnboundedReceiver<Control>,
+}
+
+impl TaskCtx<'_> {
+    pub fn lease_ref(&self) -> LeaseRef {
+        lease_ref(self.lease)
+    }
+
+    /// Where agents reach the task's device, and under which lease.
+    pub fn binding(&self) -> DeviceBinding {
+        DeviceBinding {
+            endpoint: self.deps.device_endpoint.clone(),
+            lease: Some(self.lease_ref()),
+        }
+    }
+
+    /// The step budget of the task.
+    pub fn max_steps(&self) -> u32 {
+        self.req
+            .max_steps
+            .unwrap_or(self.deps.cfg.default_max_steps)
+    }
+
+    /// Logs a user-visible message event.
+    pub fn message(&self, text: &str) {
+        self.entry.push(task_event::Kind::Message(UserMessage {
+            text: text.to_owned(),
+        }));
+    }
+}
+
+pub fn lease_ref(lease: &Lease) -> LeaseRef {
+    LeaseRef {
+        serial: lease.serial.clone(),
+        lease_id: lease.lease_id.clone(),
+    }
+}
+
+/// One mode's way of running a task's agents.
+pub trait Driver: Send + Sync + 'static {
+    /// Runs the task until it ends; the runner releases the lease and records the ending.
+    fn drive(&self, ctx: TaskCtx<'_>) -> impl Future<Output = Ending> + Send;
+}
+
+/// `reason` when it says something, `default` otherwise.
+pub fn non_empty(reason: String, default: &str) -> String {
+    if reason.trim().is_empty() {
+        default.to_owned()
+    } else {
+        reason
+    }
+}
