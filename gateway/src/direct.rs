@@ -9,6 +9,7 @@ use droidmesh_proto::v1::{
 use tokio::sync::mpsc;
 
 use crate::driver::{Driver, Ending, TaskCtx, non_empty};
+use crate::error::PeerError;
 use crate::runner::add_usage;
 use crate::store::{Control, TaskEntry};
 
@@ -52,7 +53,7 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
         .await
     {
         Ok(s) => s.into_inner(),
-        Err(s) => return Ending::failed(format!("executor unavailable: {}", s.message())),
+        Err(s) => return Ending::failed(PeerError::new("executor", &s).to_string()),
     };
     let mut stop_deadline: Option<tokio::time::Instant> = None;
     let mut stop_reason = String::new();
@@ -78,7 +79,7 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
                     }
                 }
                 Ok(None) => return Ending::failed("the executor ended the run without finishing it"),
-                Err(s) => return Ending::failed(format!("executor failed: {} ({:?})", s.message(), s.code())),
+                Err(s) => return Ending::failed(format!("the executor's run broke off: {}", PeerError::new("executor", &s))),
             },
             c = ctx.control.recv() => {
                 let Some(c) = c else { return Ending::cancelled("the gateway is shutting down") };

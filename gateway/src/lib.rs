@@ -6,6 +6,7 @@ pub mod agents;
 pub mod config;
 pub mod direct;
 pub mod driver;
+pub mod error;
 pub mod runner;
 pub mod service;
 pub mod store;

@@ -17,6 +17,7 @@ use tonic::Code;
 use crate::agents::Agents;
 use crate::config::GatewayConfig;
 use crate::driver::{Driver, Ending, TaskCtx, lease_ref, non_empty};
+use crate::error::{GatewayError, PeerError};
 use crate::store::{Control, TaskEntry};
 
 /// What a task needs from its surroundings.
@@ -162,7 +163,7 @@ async fn wait_for_lease(
                 finish_early(
                     entry,
                     TaskState::Failed,
-                    &format!("cannot lease a device: {}", s.message()),
+                    &GatewayError::from_lease(&s).to_string(),
                 );
                 return None;
             }
@@ -204,7 +205,7 @@ async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<S
                 // ttl, so try again before giving up.
                 failures += 1;
                 if failures >= 2 {
-                    let _ = lost.send(format!("device service unreachable: {}", s.message()));
+                    let _ = lost.send(PeerError::new("device", &s).to_string());
                     return;
                 }
             }
@@ -261,7 +262,10 @@ async fn structure(deps: &Deps, entry: &TaskEntry, req: &TaskRequest, ending: En
             }
         }
         Err(s) => Ending {
-            error: format!("structured output failed: {}", s.message()),
+            error: format!(
+                "structured output failed: {}",
+                PeerError::new("manager", &s)
+            ),
             state: TaskState::Failed,
             answer: ending.answer,
         },

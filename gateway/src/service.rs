@@ -14,9 +14,10 @@ use droidmesh_proto::v1::{
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Code, Request, Response, Status};
+use tonic::{Request, Response, Status};
 
 use crate::direct::DirectDriver;
+use crate::error::{GatewayError, PeerError};
 use crate::runner::{self, Deps};
 use crate::store::{Control, Store, TaskEntry, is_final, now_ms};
 
@@ -36,8 +37,8 @@ impl GatewayService {
     }
 
     /// Checks a request; every refusal says what to fix.
-    fn check(&self, req: &TaskRequest) -> Result<(), Status> {
-        let bad = |m: String| Err(Status::invalid_argument(m));
+    fn check(&self, req: &TaskRequest) -> Result<(), GatewayError> {
+        let bad = |m: String| Err(GatewayError::InvalidRequest(m));
         if req.goal.trim().is_empty() {
             return bad("goal is empty: say what the agent should do, e.g. \"Open Settings and turn on Wi-Fi\"".into());
         }
@@ -51,12 +52,12 @@ impl GatewayService {
             }
         }
         if let Some(schema) = &req.output_schema {
-            check_schema(schema).map_err(Status::invalid_argument)?;
+            check_schema(schema).map_err(GatewayError::InvalidRequest)?;
         }
         match Mode::try_from(req.mode) {
             Ok(Mode::Direct | Mode::Unspecified) => Ok(()),
-            Ok(Mode::Reasoning) => Err(Status::unimplemented(
-                "reasoning mode is not served by this gateway yet; use MODE_DIRECT",
+            Ok(Mode::Reasoning) => Err(GatewayError::Unsupported(
+                "reasoning mode is not served by this gateway yet; use MODE_DIRECT".into(),
             )),
             Err(_) => bad(format!("mode {} is not a known Mode", req.mode)),
         }
@@ -79,7 +80,7 @@ impl GatewayService {
 
     /// Creates the task: leases its device first unless it may wait for one, so a busy or
     /// unknown device is refused before anything exists.
-    async fn create(&self, req: TaskRequest) -> Result<Arc<TaskEntry>, Status> {
+    async fn create(&self, req: TaskRequest) -> Result<Arc<TaskEntry>, GatewayError> {
         self.check(&req)?;
         let id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let lease = if req.wait_for_device {
@@ -93,21 +94,11 @@ impl GatewayService {
                     ttl_ms: self.deps.cfg.lease_ttl_ms,
                 })
                 .await;
-            match acquired {
-                Ok(l) => Some(l.into_inner()),
-                Err(s) if s.code() == Code::FailedPrecondition => {
-                    return Err(Status::failed_precondition(format!(
-                        "{}; set wait_for_device to queue the task until the device is free",
-                        s.message()
-                    )));
-                }
-                Err(s) => {
-                    return Err(Status::new(
-                        s.code(),
-                        format!("cannot lease a device: {}", s.message()),
-                    ));
-                }
-            }
+            Some(
+                acquired
+                    .map_err(|s| GatewayError::from_lease(&s))?
+                    .into_inner(),
+            )
         };
         let now = now_ms();
         let task = Task {
@@ -126,15 +117,13 @@ impl GatewayService {
         Ok(entry)
     }
 
-    fn entry(&self, id: &str) -> Result<Arc<TaskEntry>, Status> {
+    fn entry(&self, id: &str) -> Result<Arc<TaskEntry>, GatewayError> {
         if id.trim().is_empty() {
-            return Err(Status::invalid_argument("task_id is empty"));
+            return Err(GatewayError::InvalidRequest("task_id is empty".into()));
         }
-        self.store.get(id).ok_or_else(|| {
-            Status::not_found(format!(
-                "no task with id '{id}' (finished tasks are kept for a while, then forgotten)"
-            ))
-        })
+        self.store
+            .get(id)
+            .ok_or_else(|| GatewayError::TaskNotFound { id: id.to_owned() })
     }
 }
 
@@ -277,9 +266,10 @@ impl Gateway for GatewayService {
         let r = r.into_inner();
         let entry = self.entry(&r.task_id)?;
         let Some(kind) = r.kind else {
-            return Err(Status::invalid_argument(
-                "message is empty: set human_reply, change_goal, stop or note",
-            ));
+            return Err(GatewayError::InvalidRequest(
+                "message is empty: set human_reply, change_goal, stop or note".into(),
+            )
+            .into());
         };
         let state = entry.state();
         let reply = |accepted: bool, detail: String| {
@@ -306,9 +296,10 @@ impl Gateway for GatewayService {
                 Control::HumanReply(t)
             }
             send_message_request::Kind::ChangeGoal(g) if g.trim().is_empty() => {
-                return Err(Status::invalid_argument(
-                    "change_goal is empty: give the new goal",
-                ));
+                return Err(GatewayError::InvalidRequest(
+                    "change_goal is empty: give the new goal".into(),
+                )
+                .into());
             }
             send_message_request::Kind::ChangeGoal(g) => Control::ChangeGoal(g),
             send_message_request::Kind::Stop(reason) => Control::Stop(reason),
@@ -326,7 +317,10 @@ impl Gateway for GatewayService {
         r: Request<ListDevicesRequest>,
     ) -> Result<Response<ListDevicesResponse>, Status> {
         let mut device = self.deps.device.clone();
-        device.list_devices(r.into_inner()).await
+        device
+            .list_devices(r.into_inner())
+            .await
+            .map_err(|s| GatewayError::Peer(PeerError::new("device", &s)).into())
     }
 }
 

@@ -294,7 +294,7 @@ async fn an_executor_that_fails_or_is_gone_fails_the_task_and_frees_the_device()
     let done = completed(&events);
     assert!(!done.success);
     assert!(
-        done.error.contains("executor failed") && done.error.contains("went away"),
+        done.error.contains("executor is unavailable") && done.error.contains("went away"),
         "{}",
         done.error
     );
