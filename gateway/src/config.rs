@@ -17,6 +17,22 @@ pub struct GatewayConfig {
     /// After a stop request, how long the agent may take to end its step before the task is
     /// cut off.
     pub stop_grace_ms: u64,
+    /// Reasoning mode: how long a task waits for a human's reply before it fails (direct mode's
+    /// CodeAct run has the executor's `human_wait_ms`).
+    pub human_wait_ms: u64,
+    /// Reasoning mode: consecutive failed subgoals after which the manager sees the error
+    /// history.
+    pub error_threshold: usize,
+    /// Reasoning mode: handoffs one subgoal may go through (an agent asking another to take
+    /// over) before the result goes back to the manager.
+    pub max_handoff_hops: u32,
+    /// Reasoning mode: consecutive manager replies that could not be used before the task
+    /// fails.
+    pub max_manager_parse_failures: u32,
+    /// Goals and answers kept per conversation (tasks sharing a conversation_id).
+    pub conversation_turns: usize,
+    /// Conversations kept; the least recently used is forgotten first.
+    pub max_conversations: usize,
 }
 
 impl Default for GatewayConfig {
@@ -28,6 +44,12 @@ impl Default for GatewayConfig {
             device_poll_ms: 500,
             keep_finished_tasks: 1_000,
             stop_grace_ms: 10_000,
+            human_wait_ms: 600_000,
+            error_threshold: 2,
+            max_handoff_hops: 3,
+            max_manager_parse_failures: 3,
+            conversation_turns: 10,
+            max_conversations: 1_000,
         }
     }
 }
@@ -48,6 +70,15 @@ impl GatewayConfig {
         }
         if self.device_poll_ms == 0 {
             return Err("gateway.device_poll_ms must be at least 1".into());
+        }
+        if self.human_wait_ms == 0 {
+            return Err("gateway.human_wait_ms must be at least 1".into());
+        }
+        if self.error_threshold == 0 {
+            return Err("gateway.error_threshold must be at least 1".into());
+        }
+        if self.max_manager_parse_failures == 0 {
+            return Err("gateway.max_manager_parse_failures must be at least 1".into());
         }
         Ok(())
     }

@@ -67,7 +67,7 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
         tokio::select! {
             msg = stream.message() => match msg {
                 Ok(Some(ev)) => {
-                    if let Some(done) = relay(entry, ev) {
+                    if let Some(done) = relay(entry, ev, true) {
                         return match (done.success, stop_deadline.is_some()) {
                             (_, true) => Ending::cancelled(non_empty(stop_reason, "stopped by the user")),
                             (true, false) => Ending::succeeded(done.answer),
@@ -113,12 +113,16 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
     }
 }
 
-/// Turns an agent event into a task event; returns the agent's result when it finished.
-pub(crate) fn relay(entry: &TaskEntry, ev: AgentEvent) -> Option<AgentFinished> {
+/// Turns an agent event into a task event; returns the agent's result when it finished. With
+/// `task_steps`, the agent's steps are the task's steps (direct mode); otherwise they are steps
+/// inside one subgoal (the scripter's session in reasoning mode).
+pub(crate) fn relay(entry: &TaskEntry, ev: AgentEvent, task_steps: bool) -> Option<AgentFinished> {
     use task_event::Kind as K;
     let kind = match ev.kind? {
         agent_event::Kind::Step(s) => {
-            entry.set_step(s.step);
+            if task_steps {
+                entry.set_step(s.step);
+            }
             K::StepStarted(s)
         }
         agent_event::Kind::Thought(t) => K::Thought(t),
@@ -138,7 +142,9 @@ pub(crate) fn relay(entry: &TaskEntry, ev: AgentEvent) -> Option<AgentFinished> 
             K::HumanHelp(h)
         }
         agent_event::Kind::Finished(f) => {
-            entry.update(|t| t.steps = t.steps.max(f.steps));
+            if task_steps {
+                entry.update(|t| t.steps = t.steps.max(f.steps));
+            }
             return Some(f);
         }
     };

@@ -1,12 +1,16 @@
 //! The droidmesh gateway: the public `Gateway` service. It owns every task (record, device
 //! lease, event log) and runs it under the driver of its mode: direct tasks relay the
-//! executor's CodeAct stream. Final answers go to the manager's structured output. It never
-//! calls an LLM itself.
+//! executor's CodeAct stream; reasoning tasks loop manager → agent → manager, routing each
+//! subgoal by its kind and each handoff to the agent asked for. Final answers go to the
+//! manager's structured output. It never calls an LLM itself.
 pub mod agents;
 pub mod config;
+pub mod conversations;
 pub mod direct;
 pub mod driver;
 pub mod error;
+pub mod reasoning;
+pub mod routing;
 pub mod runner;
 pub mod service;
 pub mod store;
@@ -50,7 +54,12 @@ pub fn gateway_service(
             &unary,
         )?),
     };
+    let conversations = std::sync::Arc::new(conversations::Conversations::new(
+        cfg.conversation_turns,
+        cfg.max_conversations,
+    ));
     let deps = runner::Deps {
+        conversations,
         cfg,
         device: DeviceServiceClient::new(connect("device", &peers.device, &unary)?),
         agents,

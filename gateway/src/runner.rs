@@ -16,6 +16,7 @@ use tonic::Code;
 
 use crate::agents::Agents;
 use crate::config::GatewayConfig;
+use crate::conversations::Conversations;
 use crate::driver::{Driver, Ending, TaskCtx, lease_ref, non_empty};
 use crate::error::{GatewayError, PeerError};
 use crate::store::{Control, TaskEntry};
@@ -28,6 +29,8 @@ pub struct Deps {
     pub agents: Agents,
     /// The device endpoint agents are told to use.
     pub device_endpoint: String,
+    /// Goals and answers of recent conversations (shared by every task).
+    pub conversations: Arc<Conversations>,
 }
 
 pub fn set_state(entry: &TaskEntry, state: TaskState, detail: &str) {
@@ -88,11 +91,23 @@ pub async fn run<D: Driver>(
     }
     let ending = structure(&deps, &entry, &req, ending).await;
     finish(&entry, ending, started.elapsed());
+    remember_turn(&deps, &entry);
+}
+
+/// Adds the ended task to its conversation, if it has one.
+fn remember_turn(deps: &Deps, entry: &TaskEntry) {
+    let task = entry.snapshot();
+    let Some(req) = &task.request else { return };
+    if req.conversation_id.is_empty() {
+        return;
+    }
+    let success = task.state == TaskState::Succeeded as i32;
+    deps.conversations
+        .record(&req.conversation_id, &req.goal, &task.answer, success);
 }
 
 /// Records the ending: the task record, a status event, then the completed event (the last).
 fn finish(entry: &TaskEntry, ending: Ending, took: Duration) {
-    let task = entry.snapshot();
     entry.update(|t| {
         t.answer = if ending.answer.is_empty() {
             ending.error.clone()
@@ -107,6 +122,7 @@ fn finish(entry: &TaskEntry, ending: Ending, took: Duration) {
         ending.error.clone()
     };
     set_state(entry, ending.state, &detail);
+    let task = entry.snapshot();
     entry.push(task_event::Kind::Completed(TaskCompleted {
         success: ending.state == TaskState::Succeeded,
         answer: ending.answer,

@@ -16,8 +16,10 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::conversations::MAX_ID_CHARS;
 use crate::direct::DirectDriver;
 use crate::error::{GatewayError, PeerError};
+use crate::reasoning::ReasoningDriver;
 use crate::runner::{self, Deps};
 use crate::store::{Control, Store, TaskEntry, is_final, now_ms};
 
@@ -54,12 +56,18 @@ impl GatewayService {
         if let Some(schema) = &req.output_schema {
             check_schema(schema).map_err(GatewayError::InvalidRequest)?;
         }
+        if req.conversation_id.chars().count() > MAX_ID_CHARS {
+            return bad(format!(
+                "conversation_id is {} characters long; at most {MAX_ID_CHARS} are accepted",
+                req.conversation_id.chars().count()
+            ));
+        }
         match Mode::try_from(req.mode) {
-            Ok(Mode::Direct | Mode::Unspecified) => Ok(()),
-            Ok(Mode::Reasoning) => Err(GatewayError::Unsupported(
-                "reasoning mode is not served by this gateway yet; use MODE_DIRECT".into(),
+            Ok(Mode::Direct | Mode::Unspecified | Mode::Reasoning) => Ok(()),
+            Err(_) => bad(format!(
+                "mode {} is not a known Mode (1 = MODE_DIRECT, 2 = MODE_REASONING)",
+                req.mode
             )),
-            Err(_) => bad(format!("mode {} is not a known Mode", req.mode)),
         }
     }
 
@@ -75,7 +83,13 @@ impl GatewayService {
         // makes (and the device calls those make) joins the caller's trace.
         let span = tracing::info_span!("task", task = %entry.id);
         let deps = self.deps.clone();
-        tokio::spawn(runner::run(DirectDriver, deps, entry, req, lease, control).instrument(span));
+        if req.mode == Mode::Reasoning as i32 {
+            let run = runner::run(ReasoningDriver, deps, entry, req, lease, control);
+            tokio::spawn(run.instrument(span));
+        } else {
+            let run = runner::run(DirectDriver, deps, entry, req, lease, control);
+            tokio::spawn(run.instrument(span));
+        }
     }
 
     /// Creates the task: leases its device first unless it may wait for one, so a busy or

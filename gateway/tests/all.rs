@@ -1,7 +1,10 @@
 //! Integration tests of the gateway: real gRPC clients and servers on loopback, the real device
 //! service over Debian's adb server and simulated devices, and scripted agent services standing
-//! in for the LLM-driven executor and manager.
+//! in for the LLM-driven agents (direct mode's executor; reasoning mode's manager, executor,
+//! scripter and text manipulator).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod agents;
 mod harness;
+mod minds;
+mod reasoning;
 mod tasks;

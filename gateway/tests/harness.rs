@@ -18,7 +18,7 @@ use tonic::transport::server::{Router, TcpIncoming};
 
 use super::agents::{ScriptedExecutor, ScriptedManager};
 
-pub const FLEET: usize = 12;
+pub const FLEET: usize = 24;
 
 pub struct Shared {
     pub adb: AdbServer,
@@ -80,15 +80,68 @@ pub fn test_config() -> GatewayConfig {
     }
 }
 
-/// Starts a stack; `executor` replaces the scripted executor's endpoint when given.
-pub async fn stack(shared: &Shared, executor: Option<String>) -> Stack {
+async fn device_endpoint(shared: &Shared) -> String {
     let device_svc = device_service(DeviceConfig {
         adb_server: format!("127.0.0.1:{}", shared.adb.port),
         command_timeout_ms: 5_000,
         ..DeviceConfig::default()
     })
     .unwrap();
-    let device_ep = serve(tonic::transport::Server::builder().add_service(device_svc)).await;
+    serve(tonic::transport::Server::builder().add_service(device_svc)).await
+}
+
+/// A port on which nothing listens.
+pub fn dead_endpoint() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A reasoning-mode stack: the real device service, the scripted agents of `minds`, and the
+/// gateway with `cfg`. `scripter_down` points the gateway at a scripter nobody serves.
+pub async fn reasoning_stack(
+    shared: &Shared,
+    minds: &std::sync::Arc<super::minds::Minds>,
+    cfg: GatewayConfig,
+    scripter_down: bool,
+) -> Stack {
+    use super::minds;
+    let device_ep = device_endpoint(shared).await;
+    let agents = serve(
+        tonic::transport::Server::builder()
+            .add_service(minds::manager(minds))
+            .add_service(minds::executor(minds))
+            .add_service(minds::scripter(minds))
+            .add_service(minds::text(minds)),
+    )
+    .await;
+    let peers = Peers {
+        device: device_ep.clone(),
+        executor: agents.clone(),
+        manager: agents.clone(),
+        scripter: if scripter_down {
+            dead_endpoint()
+        } else {
+            agents.clone()
+        },
+        text_manipulator: agents.clone(),
+    };
+    let gw = gateway_service(cfg, &peers).unwrap();
+    let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
+    let device = DeviceServiceClient::connect(device_ep).await.unwrap();
+    let mut d = device.clone();
+    d.list_devices(ListDevicesRequest {}).await.unwrap();
+    Stack {
+        gateway: GatewayClient::connect(gw_ep).await.unwrap(),
+        device,
+        executor_endpoint: agents,
+    }
+}
+
+/// Starts a stack; `executor` replaces the scripted executor's endpoint when given.
+pub async fn stack(shared: &Shared, executor: Option<String>) -> Stack {
+    let device_ep = device_endpoint(shared).await;
     let executor_ep = match executor {
         Some(ep) => ep,
         None => {

@@ -1,0 +1,301 @@
+//! The calls reasoning mode makes: a plan from the manager, and a subgoal carried out by the
+//! agent its kind names. Each is an `invoke_agent {name}` span (so the agent's own spans are
+//! its children in the task's trace) and each routing is a Handoff event in the task's log.
+use std::collections::HashMap;
+
+use droidmesh_proto::v1::{
+    ActionRecord, ActionResult, CodeBlock, DeviceBinding, ExecuteSubgoalRequest, Handoff,
+    LlmOverride, ManipulateRequest, PlanRequest, PlanResponse, RunScriptRequest, Subgoal, Thought,
+    task_event,
+};
+use tracing::Instrument as _;
+
+use crate::agents::Agent;
+use crate::direct::relay;
+use crate::error::PeerError;
+use crate::runner::{Deps, add_usage};
+use crate::store::TaskEntry;
+
+/// What every agent request of a task shares, as the task has it when the subgoal is routed.
+#[derive(Debug, Clone)]
+pub struct Parts {
+    pub task_id: String,
+    pub instruction: String,
+    pub plan: String,
+    pub progress: String,
+    pub binding: DeviceBinding,
+    pub vision: bool,
+    pub app_card: String,
+    /// The last few actions, oldest first.
+    pub recent: Vec<ActionRecord>,
+    pub secret_ids: Vec<String>,
+    pub models: HashMap<String, LlmOverride>,
+}
+
+/// A subgoal's outcome: who carried it out, its result, and the agent's answer in words (the
+/// scripter's final reply, the text typed), when it has one.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    pub agent: Agent,
+    pub result: ActionResult,
+    pub answer: String,
+}
+
+fn invoke_span(agent: Agent, task_id: &str, step: u32) -> tracing::Span {
+    let name = agent.name();
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format!("invoke_agent {name}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = name,
+        droidmesh.task.id = %task_id,
+        droidmesh.step = step,
+    )
+}
+
+/// Asks the manager for a plan.
+pub async fn plan(deps: &Deps, req: PlanRequest, step: u32) -> Result<PlanResponse, PeerError> {
+    let span = invoke_span(Agent::Manager, &req.task_id, step);
+    let mut manager = deps.agents.manager.clone();
+    async move {
+        manager
+            .plan(req)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| PeerError::new(Agent::Manager.name(), &s))
+    }
+    .instrument(span)
+    .await
+}
+
+/// Hands `subgoal` to `agent` (logging the handoff from `from`) and returns its result. A
+/// failed call is a failed result naming the agent, never an error: the manager decides.
+#[allow(clippy::too_many_arguments)]
+pub async fn route(
+    deps: &Deps,
+    entry: &TaskEntry,
+    parts: Parts,
+    agent: Agent,
+    subgoal: Subgoal,
+    from: String,
+    reason: String,
+    context: Option<prost_types::Struct>,
+) -> Routed {
+    entry.push(task_event::Kind::Handoff(Handoff {
+        from_agent: from,
+        to_agent: agent.name().into(),
+        reason,
+        context: context.clone(),
+    }));
+    let span = invoke_span(agent, &parts.task_id, subgoal.number);
+    let routed = async {
+        match agent {
+            Agent::Executor => executor(deps, entry, parts, subgoal, context).await,
+            Agent::Scripter => scripter(deps, entry, parts, subgoal, context).await,
+            Agent::TextManipulator => text(deps, entry, parts, subgoal, context).await,
+            Agent::Manager => Routed {
+                agent,
+                result: ActionResult {
+                    success: false,
+                    action_taken: "nothing: the manager plans, it does not carry out subgoals"
+                        .into(),
+                    error: Some("a subgoal cannot be routed to the manager".into()),
+                    ..ActionResult::default()
+                },
+                answer: String::new(),
+            },
+        }
+    }
+    .instrument(span.clone())
+    .await;
+    if !routed.result.success {
+        span.record("error.type", "subgoal_failed");
+    }
+    routed
+}
+
+fn failed(agent: Agent, result: ActionResult) -> Routed {
+    Routed {
+        agent,
+        result,
+        answer: String::new(),
+    }
+}
+
+async fn executor(
+    deps: &Deps,
+    entry: &TaskEntry,
+    p: Parts,
+    subgoal: Subgoal,
+    context: Option<prost_types::Struct>,
+) -> Routed {
+    let agent = Agent::Executor;
+    let req = ExecuteSubgoalRequest {
+        task_id: p.task_id,
+        instruction: p.instruction,
+        subgoal: subgoal.text,
+        plan: p.plan,
+        progress_status: p.progress,
+        device: Some(p.binding),
+        vision: p.vision,
+        app_card: p.app_card,
+        action_history: p.recent,
+        secret_ids: p.secret_ids,
+        llm: p.models.get(agent.name()).cloned(),
+        handoff_context: context,
+    };
+    let mut client = deps.agents.executor.clone();
+    let r = match client.execute_subgoal(req).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
+    };
+    if let Some(u) = &r.usage {
+        if let Some(usage) = &u.usage {
+            entry.update(|t| add_usage(&mut t.usage, usage));
+        }
+        entry.push(task_event::Kind::Usage(u.clone()));
+    }
+    if !r.thought.trim().is_empty() {
+        entry.push(task_event::Kind::Thought(Thought {
+            agent: agent.name().into(),
+            text: r.thought.clone(),
+        }));
+    }
+    if !r.action_json.trim().is_empty() {
+        entry.push(task_event::Kind::Code(CodeBlock {
+            agent: agent.name().into(),
+            language: "json".into(),
+            code: r.action_json.clone(),
+        }));
+    }
+    let result = r.result.unwrap_or_else(|| ActionResult {
+        success: false,
+        action_taken: "the executor returned no result".into(),
+        error: Some("the executor answered without an ActionResult".into()),
+        ..ActionResult::default()
+    });
+    Routed {
+        agent,
+        result,
+        answer: r.description,
+    }
+}
+
+async fn scripter(
+    deps: &Deps,
+    entry: &TaskEntry,
+    p: Parts,
+    subgoal: Subgoal,
+    context: Option<prost_types::Struct>,
+) -> Routed {
+    let agent = Agent::Scripter;
+    let req = RunScriptRequest {
+        task_id: p.task_id,
+        task: subgoal.text,
+        max_steps: 0,
+        llm: p.models.get(agent.name()).cloned(),
+        instruction: p.instruction,
+        handoff_context: context,
+    };
+    let mut client = deps.agents.scripter.clone();
+    let mut stream = match client.run_script(req).await {
+        Ok(s) => s.into_inner(),
+        Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
+    };
+    loop {
+        match stream.message().await {
+            Ok(Some(ev)) => {
+                let Some(done) = relay(entry, ev, false) else {
+                    continue;
+                };
+                let result = done.result.unwrap_or_else(|| ActionResult {
+                    success: done.success,
+                    action_taken: format!("ran a script in {} steps", done.steps),
+                    method_used: agent.name().into(),
+                    error: (!done.success).then(|| done.answer.clone()),
+                    ..ActionResult::default()
+                });
+                return Routed {
+                    agent,
+                    result,
+                    answer: done.answer,
+                };
+            }
+            Ok(None) => {
+                let e = "the scripter ended its run without a result".to_owned();
+                return failed(agent, failure(agent, e));
+            }
+            Err(s) => {
+                let e = format!(
+                    "the scripter's run broke off: {}",
+                    PeerError::new(agent.name(), &s)
+                );
+                return failed(agent, failure(agent, e));
+            }
+        }
+    }
+}
+
+async fn text(
+    deps: &Deps,
+    entry: &TaskEntry,
+    p: Parts,
+    subgoal: Subgoal,
+    context: Option<prost_types::Struct>,
+) -> Routed {
+    let agent = Agent::TextManipulator;
+    let req = ManipulateRequest {
+        task_id: p.task_id,
+        instruction: p.instruction,
+        subgoal: subgoal.text,
+        plan: p.plan,
+        device: Some(p.binding),
+        original: None,
+        apply: true,
+        max_retries: 0,
+        llm: p.models.get(agent.name()).cloned(),
+        handoff_context: context,
+    };
+    let mut client = deps.agents.text_manipulator.clone();
+    let r = match client.manipulate(req).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
+    };
+    if let Some(u) = &r.usage {
+        if let Some(usage) = &u.usage {
+            entry.update(|t| add_usage(&mut t.usage, usage));
+        }
+        entry.push(task_event::Kind::Usage(u.clone()));
+    }
+    if !r.code_ran.trim().is_empty() {
+        entry.push(task_event::Kind::Code(CodeBlock {
+            agent: agent.name().into(),
+            language: "javascript".into(),
+            code: r.code_ran.clone(),
+        }));
+    }
+    let result = r
+        .result
+        .unwrap_or_else(|| failure(agent, "the text manipulator returned no result".into()));
+    let answer = if result.success {
+        format!("the field now reads: {}", r.text_to_type)
+    } else {
+        String::new()
+    };
+    Routed {
+        agent,
+        result,
+        answer,
+    }
+}
+
+fn failure(agent: Agent, error: String) -> ActionResult {
+    ActionResult {
+        success: false,
+        action_taken: format!("the {} did not finish", agent.name()),
+        method_used: agent.name().into(),
+        error: Some(error),
+        ..ActionResult::default()
+    }
+}
