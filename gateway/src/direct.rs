@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::driver::{Driver, Ending, TaskCtx, non_empty};
 use crate::error::PeerError;
-use crate::runner::add_usage;
+use crate::runner::{add_usage, set_state};
 use crate::store::{Control, TaskEntry};
 
 /// Runs the executor's CodeAct loop for the task.
@@ -91,12 +91,18 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
                         code_act_input::Kind::Stop(true)
                     }
                     Control::HumanReply(text) => {
-                        entry.update(|t| t.state = TaskState::Running as i32);
+                        set_state(entry, TaskState::Running, "a human replied");
                         ctx.message(&format!("human reply: {text}"));
                         code_act_input::Kind::HumanReply(text)
                     }
                     Control::ChangeGoal(goal) => {
                         ctx.message(&format!("goal changed to: {goal}"));
+                        let g = goal.clone();
+                        entry.update(|t| {
+                            if let Some(r) = t.request.as_mut() {
+                                r.goal = g;
+                            }
+                        });
                         code_act_input::Kind::NewGoal(goal)
                     }
                     Control::Note(text) => {
@@ -138,7 +144,11 @@ pub(crate) fn relay(entry: &TaskEntry, ev: AgentEvent, task_steps: bool) -> Opti
             K::Usage(u)
         }
         agent_event::Kind::HumanHelp(h) => {
-            entry.update(|t| t.state = TaskState::WaitingForHuman as i32);
+            set_state(
+                entry,
+                TaskState::WaitingForHuman,
+                &format!("waiting for a human: {}", h.reason),
+            );
             K::HumanHelp(h)
         }
         agent_event::Kind::Finished(f) => {

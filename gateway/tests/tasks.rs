@@ -396,11 +396,40 @@ async fn human_help_pauses_the_task_until_a_reply() {
     assert!(reply.accepted, "{reply:?}");
     wait_for(&stack, &id, TaskState::Succeeded).await;
     let task = g
-        .get_task(GetTaskRequest { task_id: id })
+        .get_task(GetTaskRequest {
+            task_id: id.clone(),
+        })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(task.answer, "used alice");
+    // A watcher sees the wait and the resumption as status changes around the request.
+    let s = g
+        .watch_task(WatchTaskRequest {
+            task_id: id,
+            from_seq: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let details: Vec<(i32, String)> = collect(s)
+        .await
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            Some(task_event::Kind::Status(s)) => Some((s.state, s.detail)),
+            Some(task_event::Kind::HumanHelp(h)) => Some((-1, h.reason)),
+            _ => None,
+        })
+        .collect();
+    let waiting = details
+        .iter()
+        .position(|(s, d)| *s == TaskState::WaitingForHuman as i32 && d.contains("which account?"))
+        .expect("a waiting status");
+    assert_eq!(details[waiting + 1], (-1, "which account?".to_owned()));
+    assert_eq!(
+        details[waiting + 2],
+        (TaskState::Running as i32, "a human replied".to_owned())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
