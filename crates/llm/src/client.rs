@@ -28,6 +28,12 @@ pub trait ChatModel: Send + Sync {
 pub enum ChatTarget {
     Profile(String),
     Direct(ProfileConfig),
+    /// An agent's profile as one task changed it ([`LlmClient::target_for`]); the agent's name
+    /// still labels the call (replay cassettes are matched by it).
+    Agent {
+        agent: String,
+        profile: ProfileConfig,
+    },
 }
 
 impl From<&str> for ChatTarget {
@@ -199,9 +205,13 @@ impl LlmClient {
 
     /// As [`LlmClient::model`], returning the concrete type (it can name its provider and model).
     pub fn bind(&self, target: impl Into<ChatTarget>) -> Result<BoundModel> {
-        let profile = match target.into() {
-            ChatTarget::Direct(p) => p,
-            ChatTarget::Profile(name) => self.profile(&name)?,
+        let (agent, profile) = match target.into() {
+            ChatTarget::Direct(p) => (None, p),
+            ChatTarget::Profile(name) => {
+                let p = self.profile(&name)?;
+                (Some(name), p)
+            }
+            ChatTarget::Agent { agent, profile } => (Some(agent), profile),
         };
         let backend = self
             .inner
@@ -216,7 +226,11 @@ impl LlmClient {
                     profile.provider
                 ))
             })?;
-        Ok(BoundModel { backend, profile })
+        Ok(BoundModel {
+            backend,
+            profile,
+            agent,
+        })
     }
 }
 
@@ -298,7 +312,10 @@ impl LlmClient {
         let merged = ov.apply(self.profile(profile)?);
         // Fails now when the provider is unknown.
         self.bind(merged.clone())?;
-        Ok(ChatTarget::Direct(merged))
+        Ok(ChatTarget::Agent {
+            agent: profile.to_owned(),
+            profile: merged,
+        })
     }
 }
 
@@ -307,6 +324,8 @@ impl LlmClient {
 pub struct BoundModel {
     backend: Arc<Backend>,
     profile: ProfileConfig,
+    /// The agent profile named by the target, when it named one.
+    agent: Option<String>,
 }
 
 impl fmt::Debug for BoundModel {
@@ -374,7 +393,7 @@ impl BoundModel {
         let mut resp = match &self.backend.engine {
             Engine::Replay(r) => {
                 tracing::Span::current().record("droidmesh.llm.attempts", 0);
-                r.play(&req, model)?
+                r.play_for(&req, model, self.agent.as_deref())?
             }
             Engine::Http(h) => {
                 let (parsed, attempts) = h.chat(model, &req).await?;
@@ -395,7 +414,7 @@ impl BoundModel {
         };
         resp.latency = start.elapsed();
         if let Some(recorder) = &self.backend.recorder {
-            recorder.record(&req, &resp)?;
+            recorder.record(&req, &resp, self.agent.as_deref())?;
         }
         Ok(resp)
     }

@@ -7,6 +7,10 @@
 //! file order is played. So a cassette replays in order even when prompts drift, and answers
 //! stay paired with their prompts when calls arrive in a different order. Interactions without
 //! a digest (hand-written cassettes) are played by order only.
+//!
+//! Agents: an interaction recorded for an agent's profile (`"agent": "manager"`) is played
+//! only to that agent, so one cassette serves several agents, each with its own replay model
+//! (the manager and the executor of a reasoning-mode session) in the order each made its calls.
 use crate::client::{BoxFuture, ChatModel};
 use crate::error::{LlmError, Result};
 use crate::message::{ChatRequest, ChatResponse, Part, Usage};
@@ -32,6 +36,9 @@ pub struct Interaction {
     /// [`request_digest`] of the request that got this answer; absent = match by order only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_digest: Option<String>,
+    /// The agent profile that made the call; absent = any agent's call may play it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     pub response: RecordedResponse,
 }
 
@@ -98,8 +105,14 @@ impl Cassette {
 
     /// Appends the answer to `req`.
     pub fn push(&mut self, req: &ChatRequest, resp: &ChatResponse) {
+        self.push_for(req, resp, None);
+    }
+
+    /// Appends the answer to `req`, made by `agent`'s profile.
+    pub fn push_for(&mut self, req: &ChatRequest, resp: &ChatResponse, agent: Option<&str>) {
         self.interactions.push(Interaction {
             request_digest: Some(request_digest(req)),
+            agent: agent.map(str::to_owned),
             response: RecordedResponse {
                 text: resp.text.clone(),
                 usage: resp.usage,
@@ -175,11 +188,26 @@ impl ReplayModel {
 
     /// The next answer for `req`; `requested_model` fills an empty recorded model.
     pub fn play(&self, req: &ChatRequest, requested_model: &str) -> Result<ChatResponse> {
+        self.play_for(req, requested_model, None)
+    }
+
+    /// The next answer for `req` made by `agent`'s profile: interactions recorded for another
+    /// agent are skipped.
+    pub fn play_for(
+        &self,
+        req: &ChatRequest,
+        requested_model: &str,
+        agent: Option<&str>,
+    ) -> Result<ChatResponse> {
         let start = Instant::now();
         let digest = request_digest(req);
         let index = {
             let mut played = self.played.lock().unwrap_or_else(PoisonError::into_inner);
-            let unplayed = |i: &usize| !played[*i];
+            let mine = |i: usize| match (&self.interactions[i].agent, agent) {
+                (Some(recorded), Some(asking)) => recorded == asking,
+                _ => true,
+            };
+            let unplayed = |i: &usize| !played[*i] && mine(*i);
             let by_digest = (0..self.interactions.len())
                 .filter(unplayed)
                 .find(|i| self.interactions[*i].request_digest.as_deref() == Some(digest.as_str()));
@@ -285,9 +313,14 @@ impl Recorder {
         })
     }
 
-    pub fn record(&self, req: &ChatRequest, resp: &ChatResponse) -> Result<()> {
+    pub fn record(
+        &self,
+        req: &ChatRequest,
+        resp: &ChatResponse,
+        agent: Option<&str>,
+    ) -> Result<()> {
         let mut cassette = self.cassette.lock().unwrap_or_else(PoisonError::into_inner);
-        cassette.push(req, resp);
+        cassette.push_for(req, resp, agent);
         cassette.save(&self.path)
     }
 }
@@ -323,7 +356,7 @@ impl ChatModel for RecordingModel {
     fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse>> {
         Box::pin(async move {
             let resp = self.inner.chat(req.clone()).await?;
-            self.recorder.record(&req, &resp)?;
+            self.recorder.record(&req, &resp, None)?;
             Ok(resp)
         })
     }

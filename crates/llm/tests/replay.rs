@@ -55,6 +55,7 @@ async fn digests_pair_answers_with_their_prompts() {
     for (q, a) in [("open settings", "A"), ("turn on wifi", "B")] {
         c.interactions.push(droidmesh_llm::Interaction {
             request_digest: Some(request_digest(&ask(q))),
+            agent: None,
             response: droidmesh_llm::RecordedResponse {
                 text: a.into(),
                 usage: Default::default(),
@@ -73,6 +74,44 @@ async fn digests_pair_answers_with_their_prompts() {
         "empty model = requested"
     );
     assert!(model.play(&ask("open settings"), "m").is_err());
+}
+
+#[tokio::test]
+async fn each_agent_plays_its_own_interactions_from_one_cassette() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reasoning.json");
+    std::fs::write(
+        &path,
+        r#"{"provider_label": "two-agents", "interactions": [
+            {"agent": "manager", "response": {"text": "plan 1"}},
+            {"agent": "executor", "response": {"text": "act 1"}},
+            {"agent": "manager", "response": {"text": "plan 2"}},
+            {"response": {"text": "anyone"}}
+        ]}"#,
+    )
+    .unwrap();
+    let mut c = LlmConfig::defaults();
+    c.providers
+        .insert("tape".into(), ProviderConfig::replay("tape", &path));
+    c.profiles
+        .insert("default".into(), ProfileConfig::new("tape", ""));
+    // Two services, each with its own client (and replay model) over the same file.
+    let manager = LlmClient::from_config_with_env(&c, |_| None).unwrap();
+    let executor = LlmClient::from_config_with_env(&c, |_| None).unwrap();
+    let text = |r: droidmesh_llm::Result<droidmesh_llm::ChatResponse>| r.unwrap().text;
+    assert_eq!(text(executor.chat("executor", hello()).await), "act 1");
+    assert_eq!(text(manager.chat("manager", hello()).await), "plan 1");
+    // A task's override keeps the agent's name, so it still plays the agent's answers.
+    let ov = droidmesh_llm::ModelOverride {
+        max_tokens: Some(10),
+        ..Default::default()
+    };
+    let target = manager.target_for("manager", Some(&ov)).unwrap();
+    assert_eq!(text(manager.chat(target, hello()).await), "plan 2");
+    assert_eq!(text(manager.chat("manager", hello()).await), "anyone");
+    assert!(manager.chat("manager", hello()).await.is_err());
+    // The executor's model never played the manager's answers.
+    assert_eq!(text(executor.chat("executor", hello()).await), "anyone");
 }
 
 #[tokio::test]
@@ -269,13 +308,20 @@ async fn two_clients_recording_to_one_file_share_the_cassette() {
     let manager = client(&config(p));
     executor.chat("executor", hello()).await.unwrap();
     manager.chat("manager", hello()).await.unwrap();
-    let texts: Vec<String> = Cassette::load(&path)
+    let texts: Vec<(String, Option<String>)> = Cassette::load(&path)
         .unwrap()
         .interactions
         .into_iter()
-        .map(|i| i.response.text)
+        .map(|i| (i.response.text, i.agent))
         .collect();
-    assert_eq!(texts, ["from the executor", "from the manager"]);
+    // Each answer is labelled with the agent that asked, so a replay gives it back to it.
+    assert_eq!(
+        texts,
+        [
+            ("from the executor".to_owned(), Some("executor".to_owned())),
+            ("from the manager".to_owned(), Some("manager".to_owned()))
+        ]
+    );
 
     // Once every client is gone, recording to the path again starts a fresh cassette.
     drop((executor, manager));
