@@ -121,10 +121,24 @@ async fn wifi_on_through_manager_executor_manager() {
     open_settings(&stack, &serial).await;
     let before = wifi_on(shared, &serial);
 
-    let events = run_to_end(&stack, reasoning("Turn on Wi-Fi", &serial)).await;
+    let req = TaskRequest {
+        stream_screenshots: true,
+        ..reasoning("Turn on Wi-Fi", &serial)
+    };
+    let events = run_to_end(&stack, req).await;
     let done = completed(&events);
     assert!(done.success, "{done:?}");
     assert_eq!(done.answer, "Wi-Fi is on");
+    // The screen after each subgoal, as a PNG.
+    let shots: Vec<&[u8]> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(task_event::Kind::Screenshot(s)) => Some(s.png.as_slice()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shots.len(), 2);
+    assert!(shots.iter().all(|p| p.starts_with(b"\x89PNG")));
     assert_eq!(done.steps, 2);
     assert_ne!(wifi_on(shared, &serial), before, "the tap toggled Wi-Fi");
 

@@ -4,7 +4,6 @@
 //! with the outcome. The task's state (goal, plan, memory, action and error history, notes,
 //! files, step count) lives here; agents get what they need in each request.
 use std::collections::VecDeque;
-use std::future::Future;
 use std::time::Duration;
 
 use droidmesh_proto::v1::{
@@ -12,14 +11,14 @@ use droidmesh_proto::v1::{
     PlanRequest, PlanResponse, PlanUpdate, StepStarted, Subgoal, TaskState, Thought, subgoal::Kind,
     task_event,
 };
-use tokio::time::Instant;
 
 use crate::agents::Agent;
 use crate::driver::{Driver, Ending, TaskCtx, non_empty};
 use crate::error::PeerError;
 use crate::routing::{Routed, route};
 use crate::runner::{add_usage, set_state};
-use crate::store::Control;
+
+mod steer;
 
 /// Action history entries kept per task; the manager sees the last [`HISTORY_TO_MANAGER`].
 const HISTORY_KEPT: usize = 50;
@@ -30,9 +29,11 @@ const FAILURES_KEPT: usize = 5;
 const MEMORY_KEPT: usize = 50;
 const MEMORY_NOTE_CHARS: usize = 1_000;
 /// Pending user notes kept for the next plan.
-const NOTES_KEPT: usize = 20;
+pub(crate) const NOTES_KEPT: usize = 20;
 /// Files kept on a task.
 const FILES_KEPT: usize = 100;
+/// Longest side of the screenshots streamed with `stream_screenshots`.
+pub(crate) const SCREENSHOT_MAX_SIDE: u32 = 1024;
 /// Waits before retrying a manager that could not be reached.
 const MANAGER_RETRY: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
 
@@ -61,6 +62,8 @@ pub(crate) struct Loop<'a> {
     steps: u32,
     /// Set by a stop request: the task ends once the call in progress returns.
     stop: Option<String>,
+    /// An ending that arrived during a call whose caller cannot return it at once.
+    pending_end: Option<Ending>,
 }
 
 fn cut(s: &str, max: usize) -> String {
@@ -87,6 +90,7 @@ impl<'a> Loop<'a> {
             files: Vec::new(),
             steps: 0,
             stop: None,
+            pending_end: None,
         }
     }
 
@@ -206,6 +210,9 @@ impl<'a> Loop<'a> {
             match self.carry_out(agent, first).await {
                 Ok(()) => {}
                 Err(end) => return end,
+            }
+            if self.ctx.req.stream_screenshots {
+                self.screenshot().await;
             }
             if let Some(end) = self.stopped() {
                 return end;
@@ -475,138 +482,6 @@ impl<'a> Loop<'a> {
                 }
                 Err(e) => return Err(Ending::failed(format!("the manager could not plan: {e}"))),
             }
-        }
-    }
-
-    /// Streams a request for a person and waits for the reply (the lease is kept meanwhile).
-    async fn ask_human(&mut self, help: HumanHelpRequest) -> Result<(), Ending> {
-        let entry = self.ctx.entry;
-        let reason = help.reason.clone();
-        set_state(
-            entry,
-            TaskState::WaitingForHuman,
-            &format!("waiting for a human: {reason}"),
-        );
-        entry.push(task_event::Kind::HumanHelp(help));
-        let wait = Duration::from_millis(self.ctx.deps.cfg.human_wait_ms);
-        let deadline = Instant::now() + wait;
-        loop {
-            let c = tokio::select! {
-                c = self.ctx.control.recv() => c,
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(Ending::failed(format!(
-                        "no human answered within {} s (asked: {reason})",
-                        wait.as_secs_f64().ceil() as u64
-                    )));
-                }
-            };
-            match c {
-                None => return Err(Ending::cancelled("the gateway is shutting down")),
-                Some(Control::HumanReply(reply)) => {
-                    set_state(entry, TaskState::Running, "a human replied");
-                    self.ctx.message(&format!("human reply: {reply}"));
-                    self.note(format!(
-                        "A person answered your request for help ({reason}): {reply}"
-                    ));
-                    return Ok(());
-                }
-                Some(Control::Stop(r)) => {
-                    return Err(Ending::cancelled(non_empty(
-                        r,
-                        "stopped while waiting for a human",
-                    )));
-                }
-                Some(other) => {
-                    if let Some(end) = self.on_control(other, false) {
-                        return Err(end);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Runs `call` while the task's messages keep arriving: a cancel ends the task at once; a
-    /// stop lets the call finish (within the stop grace) and ends the task after it; goal
-    /// changes and notes wait for the next plan.
-    pub(crate) async fn guarded<T>(&mut self, call: impl Future<Output = T>) -> Result<T, Ending> {
-        tokio::pin!(call);
-        let grace = Duration::from_millis(self.ctx.deps.cfg.stop_grace_ms);
-        let mut cut_off: Option<Instant> = None;
-        loop {
-            let deadline = async {
-                match cut_off {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                out = &mut call => return Ok(out),
-                c = self.ctx.control.recv() => {
-                    let Some(c) = c else {
-                        return Err(Ending::cancelled("the gateway is shutting down"));
-                    };
-                    if let Some(end) = self.on_control(c, true) {
-                        return Err(end);
-                    }
-                    if self.stop.is_some() && cut_off.is_none() {
-                        cut_off = Some(Instant::now() + grace);
-                    }
-                }
-                _ = deadline => {
-                    let reason = self.stop.take().unwrap_or_default();
-                    return Err(Ending::cancelled(non_empty(
-                        reason,
-                        "stopped by the user (the step in progress was cut off)",
-                    )));
-                }
-            }
-        }
-    }
-
-    /// The ending a stop asked for, once the call in progress has returned.
-    fn stopped(&mut self) -> Option<Ending> {
-        self.stop
-            .take()
-            .map(|r| Ending::cancelled(non_empty(r, "stopped by the user")))
-    }
-
-    /// Applies a message; returns the ending when the task must end now.
-    fn on_control(&mut self, c: Control, during_call: bool) -> Option<Ending> {
-        match c {
-            Control::Cancel(r) => Some(Ending::cancelled(non_empty(r, "cancelled by the user"))),
-            Control::Stop(r) if during_call => {
-                self.stop = Some(r);
-                None
-            }
-            Control::Stop(r) => Some(Ending::cancelled(non_empty(r, "stopped by the user"))),
-            Control::ChangeGoal(goal) => {
-                self.ctx.message(&format!("goal changed to: {goal}"));
-                self.note(format!(
-                    "The user changed the goal. The new goal is: {goal}. Plan for it, using what has been done so far."
-                ));
-                let g = goal.clone();
-                self.ctx.entry.update(|t| {
-                    if let Some(r) = t.request.as_mut() {
-                        r.goal = g;
-                    }
-                });
-                self.goal = goal;
-                None
-            }
-            // A reply that arrives while nobody asked is a note like any other.
-            Control::Note(text) | Control::HumanReply(text) => {
-                self.ctx.message(&text);
-                self.note(format!("The user says: {text}"));
-                None
-            }
-        }
-    }
-
-    fn note(&mut self, text: String) {
-        self.notes.push(text);
-        if self.notes.len() > NOTES_KEPT {
-            let extra = self.notes.len() - NOTES_KEPT;
-            self.notes.drain(..extra);
         }
     }
 }

@@ -1,0 +1,170 @@
+//! Steering a reasoning task while it runs: messages that arrive during an agent call (cancel,
+//! stop, goal changes, notes), waiting for a person, and the screenshots streamed per step.
+use std::future::Future;
+use std::time::Duration;
+
+use droidmesh_proto::v1::{HumanHelpRequest, TaskState, task_event};
+use tokio::time::Instant;
+
+use super::{Loop, NOTES_KEPT, SCREENSHOT_MAX_SIDE};
+use crate::driver::{Ending, non_empty};
+use crate::error::PeerError;
+use crate::runner::set_state;
+use crate::store::Control;
+
+impl Loop<'_> {
+    /// Streams a request for a person and waits for the reply (the lease is kept meanwhile).
+    pub(super) async fn ask_human(&mut self, help: HumanHelpRequest) -> Result<(), Ending> {
+        let entry = self.ctx.entry;
+        let reason = help.reason.clone();
+        set_state(
+            entry,
+            TaskState::WaitingForHuman,
+            &format!("waiting for a human: {reason}"),
+        );
+        entry.push(task_event::Kind::HumanHelp(help));
+        let wait = Duration::from_millis(self.ctx.deps.cfg.human_wait_ms);
+        let deadline = Instant::now() + wait;
+        loop {
+            let c = tokio::select! {
+                c = self.ctx.control.recv() => c,
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(Ending::failed(format!(
+                        "no human answered within {} s (asked: {reason})",
+                        wait.as_secs_f64().ceil() as u64
+                    )));
+                }
+            };
+            match c {
+                None => return Err(Ending::cancelled("the gateway is shutting down")),
+                Some(Control::HumanReply(reply)) => {
+                    set_state(entry, TaskState::Running, "a human replied");
+                    self.ctx.message(&format!("human reply: {reply}"));
+                    self.note(format!(
+                        "A person answered your request for help ({reason}): {reply}"
+                    ));
+                    return Ok(());
+                }
+                Some(Control::Stop(r)) => {
+                    return Err(Ending::cancelled(non_empty(
+                        r,
+                        "stopped while waiting for a human",
+                    )));
+                }
+                Some(other) => {
+                    if let Some(end) = self.on_control(other, false) {
+                        return Err(end);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `call` while the task's messages keep arriving: a cancel ends the task at once; a
+    /// stop lets the call finish (within the stop grace) and ends the task after it; goal
+    /// changes and notes wait for the next plan.
+    pub(super) async fn guarded<T>(&mut self, call: impl Future<Output = T>) -> Result<T, Ending> {
+        tokio::pin!(call);
+        let grace = Duration::from_millis(self.ctx.deps.cfg.stop_grace_ms);
+        let mut cut_off: Option<Instant> = None;
+        loop {
+            let deadline = async {
+                match cut_off {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                out = &mut call => return Ok(out),
+                c = self.ctx.control.recv() => {
+                    let Some(c) = c else {
+                        return Err(Ending::cancelled("the gateway is shutting down"));
+                    };
+                    if let Some(end) = self.on_control(c, true) {
+                        return Err(end);
+                    }
+                    if self.stop.is_some() && cut_off.is_none() {
+                        cut_off = Some(Instant::now() + grace);
+                    }
+                }
+                _ = deadline => {
+                    let reason = self.stop.take().unwrap_or_default();
+                    return Err(Ending::cancelled(non_empty(
+                        reason,
+                        "stopped by the user (the step in progress was cut off)",
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Streams the screen as the subgoal left it (best effort: a failed read is logged).
+    pub(super) async fn screenshot(&mut self) {
+        let mut device = self.ctx.deps.device.clone();
+        let req = droidmesh_proto::v1::TakeScreenshotRequest {
+            serial: self.ctx.lease.serial.clone(),
+            max_side: SCREENSHOT_MAX_SIDE,
+        };
+        match self.guarded(device.take_screenshot(req)).await {
+            Ok(Ok(shot)) => {
+                let shot = shot.into_inner();
+                self.ctx.entry.push(task_event::Kind::Screenshot(shot));
+            }
+            Ok(Err(s)) => {
+                tracing::warn!(task = %self.ctx.entry.id, error = %PeerError::new("device", &s), "screenshot failed")
+            }
+            // A cancel or stop arrived meanwhile; the next step of the loop honours it.
+            Err(end) => self.pending_end = Some(end),
+        }
+    }
+
+    /// The ending a stop asked for, once the call in progress has returned.
+    pub(super) fn stopped(&mut self) -> Option<Ending> {
+        if let Some(end) = self.pending_end.take() {
+            return Some(end);
+        }
+        self.stop
+            .take()
+            .map(|r| Ending::cancelled(non_empty(r, "stopped by the user")))
+    }
+
+    /// Applies a message; returns the ending when the task must end now.
+    pub(super) fn on_control(&mut self, c: Control, during_call: bool) -> Option<Ending> {
+        match c {
+            Control::Cancel(r) => Some(Ending::cancelled(non_empty(r, "cancelled by the user"))),
+            Control::Stop(r) if during_call => {
+                self.stop = Some(r);
+                None
+            }
+            Control::Stop(r) => Some(Ending::cancelled(non_empty(r, "stopped by the user"))),
+            Control::ChangeGoal(goal) => {
+                self.ctx.message(&format!("goal changed to: {goal}"));
+                self.note(format!(
+                    "The user changed the goal. The new goal is: {goal}. Plan for it, using what has been done so far."
+                ));
+                let g = goal.clone();
+                self.ctx.entry.update(|t| {
+                    if let Some(r) = t.request.as_mut() {
+                        r.goal = g;
+                    }
+                });
+                self.goal = goal;
+                None
+            }
+            // A reply that arrives while nobody asked is a note like any other.
+            Control::Note(text) | Control::HumanReply(text) => {
+                self.ctx.message(&text);
+                self.note(format!("The user says: {text}"));
+                None
+            }
+        }
+    }
+
+    pub(super) fn note(&mut self, text: String) {
+        self.notes.push(text);
+        if self.notes.len() > NOTES_KEPT {
+            let extra = self.notes.len() - NOTES_KEPT;
+            self.notes.drain(..extra);
+        }
+    }
+}
