@@ -139,6 +139,7 @@ fn text_manipulator_system() {
         plan: "1. Tap the message field\nTEXT_TASK: Put \"Hi Sam,\" on its own line at the beginning\n2. Tap Send".into(),
         task: "Put \"Hi Sam,\" on its own line at the beginning".into(),
         original: "On my way,\nsee you at 6.".into(),
+        max_chars: 4000,
     }));
 }
 
@@ -149,6 +150,7 @@ fn text_manipulator_error_correction() {
         original: "On my way".into(),
         code: "input_text(\"Hi Sam,\\n + ORIGINAL)".into(),
         error: "SyntaxError: unexpected end of string (line 1)".into(),
+        max_chars: 4000,
     }));
 }
 

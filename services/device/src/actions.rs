@@ -4,7 +4,9 @@ use droidmesh_proto::v1::{Point, UiElement};
 use serde_json::{Value, json};
 
 use crate::error::{DeviceError, Result};
-use crate::input::{KEYCODE_DEL, KEYCODE_MOVE_END, chunks, escape_input_text};
+use crate::input::{
+    KEYCODE_DEL, KEYCODE_ENTER, KEYCODE_MOVE_END, Stroke, escape_input_text, strokes,
+};
 use crate::labels;
 use crate::registry::Slot;
 use crate::state::{read_ui, screen_size, snapshot_for_index};
@@ -197,8 +199,8 @@ pub async fn swipe(
 /// Longest argument given to one `input text` call.
 const TEXT_CHUNK: usize = 200;
 
-/// Types `text`. When `sensitive`, nothing returned (answer or error) contains the text or any
-/// part of it.
+/// Types `text`; a line break is an ENTER key event (see [`strokes`]). When `sensitive`,
+/// nothing returned (answer or error) contains the text or any part of it.
 pub async fn type_text(
     slot: &Slot,
     text: &str,
@@ -208,7 +210,7 @@ pub async fn type_text(
 ) -> Result<Outcome> {
     let hide = |e: DeviceError| if sensitive { redact(e) } else { e };
     // Refuse what `input text` cannot type before touching the device.
-    escape_input_text(text).map_err(hide)?;
+    let strokes = strokes(text, TEXT_CHUNK).map_err(hide)?;
     let chars = text.chars().count();
     let mut data = if sensitive {
         json!({ "chars": chars, "clear": clear, "sensitive": true })
@@ -242,11 +244,20 @@ pub async fn type_text(
         data["cleared_chars"] = json!(len);
         taken.push_str(&format!("cleared {len} characters and "));
     }
-    for part in chunks(text, TEXT_CHUNK) {
-        let escaped = escape_input_text(part).map_err(hide)?;
-        input(slot, &format!("text {escaped}"))
-            .await
-            .map_err(hide)?;
+    let mut strokes = strokes.into_iter().peekable();
+    while let Some(stroke) = strokes.next() {
+        let command = match stroke {
+            Stroke::Text(part) => format!("text {}", escape_input_text(part).map_err(hide)?),
+            Stroke::Enter => {
+                // Consecutive line breaks go in one command.
+                let mut keys = format!("keyevent {KEYCODE_ENTER}");
+                while strokes.next_if_eq(&Stroke::Enter).is_some() {
+                    keys.push_str(&format!(" {KEYCODE_ENTER}"));
+                }
+                keys
+            }
+        };
+        input(slot, &command).await.map_err(hide)?;
     }
     Ok(Outcome {
         action_taken: if sensitive {
@@ -265,7 +276,7 @@ fn redact(e: DeviceError) -> DeviceError {
     const WHAT: &str = "typing sensitive text";
     match e {
         DeviceError::InvalidArgument(_) => DeviceError::InvalidArgument(format!(
-            "{WHAT} is refused: `input text` types printable ASCII only (the text is not shown)"
+            "{WHAT} is refused: `input text` types printable ASCII and line breaks only (the text is not shown)"
         )),
         DeviceError::Timeout {
             serial, timeout_ms, ..

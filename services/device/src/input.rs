@@ -15,10 +15,8 @@ pub fn escape_input_text(text: &str) -> Result<String> {
         match c {
             ' ' => out.push_str("%s"),
             '\'' => out.push_str("'\\''"),
-            '%' => {
-                // `input` reads "%s" as a space; keep a literal "%s" by splitting it from "s".
-                out.push('%');
-            }
+            // `input` reads "%s" as a space: `strokes` ends a piece after a '%' before an 's'.
+            '%' => out.push('%'),
             c if c.is_ascii_graphic() => out.push(c),
             '\t' | '\n' | '\r' => {
                 return Err(DeviceError::InvalidArgument(format!(
@@ -37,21 +35,63 @@ pub fn escape_input_text(text: &str) -> Result<String> {
     Ok(out)
 }
 
-/// Splits text into chunks that `input text` handles well (long arguments are slow and some
-/// devices drop characters past a few hundred).
-pub fn chunks(text: &str, max: usize) -> Vec<&str> {
-    let mut v = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut cut = rest.len().min(max);
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
+/// One step of typing a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stroke<'a> {
+    /// Characters for one `input text` call (printable ASCII, never empty).
+    Text(&'a str),
+    /// A line break, typed as an ENTER key event: a new line in a multi-line field (in a
+    /// single-line field, ENTER performs the field's action, as on the phone).
+    Enter,
+}
+
+/// Checks that `text` can be typed and splits it into [`Stroke`]s: every `\n` becomes
+/// [`Stroke::Enter`], and each line is cut into pieces of at most `max` bytes (at least 1).
+/// A piece also ends after a `%` that is followed by `s`, so that `input text` never reads
+/// the pair as its `%s` escape for a space and the text arrives as written.
+///
+/// Printable ASCII, spaces and `\n` can be typed; anything else (a tab, `\r`, a non-ASCII
+/// character) is refused with the character and its position in `text`.
+pub fn strokes(text: &str, max: usize) -> Result<Vec<Stroke<'_>>> {
+    for (pos, c) in text.chars().enumerate() {
+        match c {
+            ' ' | '\n' => {}
+            c if c.is_ascii_graphic() => {}
+            '\t' | '\r' => {
+                return Err(DeviceError::InvalidArgument(format!(
+                    "`input text` cannot type control characters; got {c:?} at position {pos}; line breaks are written as \\n"
+                )));
+            }
+            c if c.is_control() => {
+                return Err(DeviceError::InvalidArgument(format!(
+                    "`input text` cannot type control characters; got {c:?} at position {pos}"
+                )));
+            }
+            c => {
+                return Err(DeviceError::InvalidArgument(format!(
+                    "`input text` on Android accepts ASCII only; got '{c}' at position {pos}"
+                )));
+            }
         }
-        // Never split a "%s"-to-be between chunks: it is a literal '%' followed by 's'.
-        v.push(&rest[..cut]);
-        rest = &rest[cut..];
     }
-    v
+    // Only ASCII is left, so every byte offset is a character boundary.
+    let max = max.max(1);
+    let mut out = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push(Stroke::Enter);
+        }
+        let mut rest = line;
+        while !rest.is_empty() {
+            let mut cut = rest.len().min(max);
+            if let Some(p) = rest[..cut].find("%s") {
+                cut = p + 1;
+            }
+            out.push(Stroke::Text(&rest[..cut]));
+            rest = &rest[cut..];
+        }
+    }
+    Ok(out)
 }
 
 /// Android keycode of a key.
@@ -77,7 +117,8 @@ pub fn keycode(key: Key) -> Option<u32> {
     })
 }
 
-/// KEYCODE_DEL, KEYCODE_MOVE_END.
+/// KEYCODE_ENTER, KEYCODE_DEL, KEYCODE_MOVE_END.
+pub const KEYCODE_ENTER: u32 = 66;
 pub const KEYCODE_DEL: u32 = 67;
 pub const KEYCODE_MOVE_END: u32 = 123;
 
@@ -112,9 +153,50 @@ mod tests {
     }
 
     #[test]
-    fn chunks_cover_the_text() {
-        assert_eq!(chunks("abcdefg", 3), vec!["abc", "def", "g"]);
-        assert!(chunks("", 3).is_empty());
+    fn strokes_cut_lines_into_pieces_and_breaks_into_enter() {
+        use Stroke::{Enter, Text};
+        assert_eq!(
+            strokes("abcdefg", 3).unwrap(),
+            vec![Text("abc"), Text("def"), Text("g")]
+        );
+        assert!(strokes("", 3).unwrap().is_empty());
+        assert_eq!(
+            strokes("- milk\n- eggs", 200).unwrap(),
+            vec![Text("- milk"), Enter, Text("- eggs")]
+        );
+        // Empty lines, and breaks at either end, are key events only.
+        assert_eq!(
+            strokes("\na\n\nb\n", 200).unwrap(),
+            vec![Enter, Text("a"), Enter, Enter, Text("b"), Enter]
+        );
+        // Quotes and shell characters stay in the pieces; escaping happens per piece.
+        assert_eq!(
+            strokes("\"it's\" $HOME", 200).unwrap(),
+            vec![Text("\"it's\" $HOME")]
+        );
+    }
+
+    #[test]
+    fn a_percent_before_s_ends_its_piece() {
+        use Stroke::Text;
+        assert_eq!(
+            strokes("100%sure, 5%%s", 200).unwrap(),
+            vec![Text("100%"), Text("sure, 5%%"), Text("s")]
+        );
+        assert_eq!(strokes("50% off", 200).unwrap(), vec![Text("50% off")]);
+    }
+
+    #[test]
+    fn strokes_refuse_what_cannot_be_typed_with_its_position() {
+        let err = strokes("ab\n\u{2022} c", 200).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "`input text` on Android accepts ASCII only; got '\u{2022}' at position 3"
+        );
+        let err = strokes("a\r\nb", 200).unwrap_err().to_string();
+        assert!(err.contains("'\\r' at position 1"), "{err}");
+        let err = strokes("a\u{7}", 200).unwrap_err().to_string();
+        assert!(err.contains("position 1"), "{err}");
     }
 
     #[test]

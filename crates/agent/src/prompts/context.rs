@@ -219,6 +219,8 @@ pub struct TextManipulatorSystem {
     pub task: String,
     /// The field's current text (the script's `ORIGINAL`).
     pub original: String,
+    /// Longest text the program may produce, in characters.
+    pub max_chars: usize,
 }
 
 /// `text_manipulator/error_correction.jinja`: the previous program failed.
@@ -232,6 +234,8 @@ pub struct TextManipulatorErrorCorrection {
     pub code: String,
     /// How it failed.
     pub error: String,
+    /// Longest text the program may produce, in characters.
+    pub max_chars: usize,
 }
 
 /// `structured_output/system.jinja`: a final answer to turn into JSON.

@@ -1,7 +1,8 @@
 //! Devices reached directly over ADB-over-TCP, without an adb server.
 use droidmesh_device::DeviceConfig;
 use droidmesh_proto::v1::{
-    ConnectDeviceRequest, ListDevicesRequest, StartAppRequest, Transport, start_app_request,
+    ConnectDeviceRequest, ListDevicesRequest, StartAppRequest, TapRequest, Transport,
+    TypeTextRequest, start_app_request, tap_request,
 };
 use tonic::Code;
 
@@ -74,5 +75,62 @@ async fn direct_tcp_device_configured_and_connected() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+    fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multi_line_text_with_quotes_and_percent_signs_arrives_as_written() {
+    let fleet = start_fleet(1).await;
+    let serial = fleet.addrs()[0].to_string();
+    let mut client = serve(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![serial.clone()],
+        command_timeout_ms: 3_000,
+        ..DeviceConfig::default()
+    })
+    .await;
+    let lease = acquire(&mut client, &serial, "multi-line-test").await;
+    client
+        .start_app(StartAppRequest {
+            lease: lref(&lease),
+            app: Some(start_app_request::App::Package(
+                "com.droidmesh.notes".into(),
+            )),
+            activity: String::new(),
+        })
+        .await
+        .unwrap();
+    let st = state(&mut client, &serial).await;
+    let input = find(&st, |e| e.resource_id.ends_with("note_input")).unwrap();
+    let index = input.index;
+    let typed = |text: &str, clear: bool| TypeTextRequest {
+        lease: lref(&lease),
+        text: text.into(),
+        index: Some(index),
+        clear,
+        sensitive: false,
+    };
+    client.type_text(typed("old text", false)).await.unwrap();
+    let text = "- milk\n- \"eggs\", it's 100%sure & 5%%s\n\n- bread\n";
+    let result = client
+        .type_text(typed(text, true))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(result.success, "{result:?}");
+
+    let st = state(&mut client, &serial).await;
+    let field = find(&st, |e| e.index == index).unwrap();
+    assert_eq!(field.text, text, "the field as the device reads it");
+    let save = find(&st, |e| e.resource_id.ends_with("save")).unwrap();
+    client
+        .tap(TapRequest {
+            lease: lref(&lease),
+            target: Some(tap_request::Target::Index(save.index)),
+        })
+        .await
+        .unwrap();
+    let saved = fleet.devices()[0].shell("cat /sdcard/Notes/note.txt");
+    assert_eq!(String::from_utf8_lossy(&saved.stdout), text);
     fleet.shutdown().await;
 }

@@ -1,0 +1,274 @@
+//! The device side of an edit: channels to device services (cached per endpoint, bounded),
+//! finding the focused text field, typing the new text and reading it back.
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::{
+    ActionResult, GetStateRequest, LeaseRef, TypeTextRequest, UiElement, UiState,
+};
+use droidmesh_runtime::{ClientOptions, TracedChannel};
+
+use crate::error::TextManipulatorError;
+
+/// Device service endpoints kept connected at once; the least recently used is dropped first.
+pub const CHANNEL_CACHE: usize = 16;
+
+pub type DeviceClient = DeviceServiceClient<TracedChannel>;
+
+/// Channels to device services, one per endpoint, reused across calls.
+pub struct Devices {
+    default_endpoint: String,
+    options: ClientOptions,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    channels: HashMap<String, TracedChannel>,
+    /// Endpoints, least recently used first.
+    order: VecDeque<String>,
+}
+
+impl Devices {
+    pub fn new(default_endpoint: String, timeout: Duration) -> Self {
+        Self {
+            default_endpoint,
+            options: ClientOptions {
+                request_timeout: Some(timeout),
+                ..ClientOptions::default()
+            },
+            cache: Mutex::default(),
+        }
+    }
+
+    /// The endpoint a binding names (the default when it names none) and a client for it.
+    pub fn client(&self, endpoint: &str) -> Result<(String, DeviceClient), TextManipulatorError> {
+        let endpoint = match endpoint.trim() {
+            "" => self.default_endpoint.trim(),
+            named => named,
+        }
+        .to_owned();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(channel) = cache.channels.get(&endpoint).cloned() {
+            cache.order.retain(|e| e != &endpoint);
+            cache.order.push_back(endpoint.clone());
+            return Ok((endpoint, DeviceServiceClient::new(channel)));
+        }
+        // Channels connect lazily: this makes no network call.
+        let channel = droidmesh_runtime::connect(&endpoint, &self.options).map_err(|e| {
+            TextManipulatorError::BadEndpoint {
+                endpoint: endpoint.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        while cache.order.len() >= CHANNEL_CACHE {
+            if let Some(old) = cache.order.pop_front() {
+                cache.channels.remove(&old);
+            }
+        }
+        cache.order.push_back(endpoint.clone());
+        cache.channels.insert(endpoint.clone(), channel.clone());
+        Ok((endpoint, DeviceServiceClient::new(channel)))
+    }
+
+    /// How many endpoints have a channel now.
+    pub fn cached(&self) -> usize {
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .channels
+            .len()
+    }
+}
+
+/// Reads the device's screen (no screenshot).
+pub async fn read_state(
+    client: &mut DeviceClient,
+    endpoint: &str,
+    serial: &str,
+) -> Result<UiState, TextManipulatorError> {
+    let request = GetStateRequest {
+        serial: serial.to_owned(),
+        include_screenshot: false,
+        screenshot_max_side: 0,
+    };
+    client
+        .get_state(request)
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|s| TextManipulatorError::DeviceUnreadable {
+            serial: serial.to_owned(),
+            endpoint: endpoint.to_owned(),
+            message: format!("{:?}: {}", s.code(), s.message()),
+        })
+}
+
+/// The focused text field: the element the phone names as focused when it is editable,
+/// otherwise the first focused editable element.
+pub fn focused_field(state: &UiState) -> Option<&UiElement> {
+    let named = state
+        .phone
+        .as_ref()
+        .and_then(|p| p.focused_index)
+        .and_then(|i| state.elements.iter().find(|e| e.index == i))
+        .filter(|e| e.editable);
+    named.or_else(|| state.elements.iter().find(|e| e.focused && e.editable))
+}
+
+/// Clears the field at `index` and types `text` into it, under `lease`. An RPC error and a
+/// failed `ActionResult` are both an error message.
+pub async fn type_into(
+    client: &mut DeviceClient,
+    lease: &LeaseRef,
+    index: u32,
+    text: &str,
+) -> Result<ActionResult, String> {
+    let request = TypeTextRequest {
+        lease: Some(lease.clone()),
+        text: text.to_owned(),
+        index: Some(index),
+        clear: true,
+        sensitive: false,
+    };
+    match client.type_text(request).await {
+        Ok(r) => {
+            let r = r.into_inner();
+            if r.success {
+                Ok(r)
+            } else {
+                Err(r
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| format!("the device reported: {}", r.action_taken)))
+            }
+        }
+        Err(s) => Err(format!("{:?}: {}", s.code(), s.message())),
+    }
+}
+
+/// How the field's text after typing compares with what was typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// The field holds exactly the text.
+    Holds,
+    /// The text was empty and the field shows something (likely its hint): not provable.
+    Unverified(String),
+    /// The field holds something else.
+    Differs(String),
+}
+
+/// Compares the text of the field typed into (the focused field, else the element at `index`)
+/// with `expected`.
+pub fn check_field(state: &UiState, index: u32, expected: &str) -> Check {
+    let field = focused_field(state).or_else(|| state.elements.iter().find(|e| e.index == index));
+    let actual = field.map(|e| e.text.clone()).unwrap_or_default();
+    if actual == expected {
+        Check::Holds
+    } else if expected.is_empty() {
+        Check::Unverified(actual)
+    } else {
+        Check::Differs(actual)
+    }
+}
+
+/// Says where two texts part, briefly: lengths, the first differing character and a few
+/// characters of each from there.
+pub fn describe_difference(actual: &str, expected: &str) -> String {
+    let at = actual
+        .chars()
+        .zip(expected.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let excerpt = |s: &str| s.chars().skip(at).take(24).collect::<String>();
+    format!(
+        "after typing, the field holds {} characters where {} were expected; from character {at} it reads {:?} instead of {:?}",
+        actual.chars().count(),
+        expected.chars().count(),
+        excerpt(actual),
+        excerpt(expected),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use droidmesh_proto::v1::PhoneState;
+
+    use super::*;
+
+    fn element(index: u32, text: &str, editable: bool, focused: bool) -> UiElement {
+        UiElement {
+            index,
+            text: text.into(),
+            editable,
+            focused,
+            ..UiElement::default()
+        }
+    }
+
+    #[test]
+    fn the_focused_field_must_be_editable() {
+        let mut state = UiState {
+            elements: vec![
+                element(0, "Save", false, true),
+                element(1, "note", true, false),
+            ],
+            phone: Some(PhoneState {
+                focused_index: Some(0),
+                ..PhoneState::default()
+            }),
+            ..UiState::default()
+        };
+        assert!(
+            focused_field(&state).is_none(),
+            "a focused button is no field"
+        );
+        state.elements[1].focused = true;
+        assert_eq!(focused_field(&state).map(|e| e.index), Some(1));
+        state.phone = Some(PhoneState {
+            focused_index: Some(1),
+            ..PhoneState::default()
+        });
+        state.elements[1].focused = false;
+        assert_eq!(focused_field(&state).map(|e| e.index), Some(1));
+    }
+
+    #[test]
+    fn a_difference_is_described_from_where_it_starts() {
+        assert_eq!(
+            describe_difference("- milk\n- egg", "- milk\n- eggs"),
+            "after typing, the field holds 12 characters where 13 were expected; from character 12 it reads \"\" instead of \"s\""
+        );
+        let state = UiState {
+            elements: vec![element(3, "Write a note", true, true)],
+            ..UiState::default()
+        };
+        assert_eq!(
+            check_field(&state, 3, ""),
+            Check::Unverified("Write a note".into())
+        );
+        assert_eq!(check_field(&state, 3, "Write a note"), Check::Holds);
+        assert_eq!(
+            check_field(&state, 3, "x"),
+            Check::Differs("Write a note".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn channels_are_reused_per_endpoint_and_bounded() {
+        let devices = Devices::new("http://127.0.0.1:1".into(), Duration::from_secs(1));
+        let (first, _) = devices.client("").unwrap();
+        assert_eq!(first, "http://127.0.0.1:1");
+        devices.client(" http://127.0.0.1:1 ").unwrap();
+        assert_eq!(devices.cached(), 1);
+        for port in 2..40 {
+            devices.client(&format!("http://127.0.0.1:{port}")).unwrap();
+        }
+        assert_eq!(devices.cached(), CHANNEL_CACHE);
+        assert!(matches!(
+            devices.client("not a url"),
+            Err(TextManipulatorError::BadEndpoint { .. })
+        ));
+    }
+}

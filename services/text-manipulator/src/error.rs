@@ -1,0 +1,115 @@
+//! The text manipulator's error type and the one place it becomes a `tonic::Status`.
+//!
+//! Only requests that cannot be served at all are errors. What goes wrong with the edit itself
+//! (no field focused, a program that keeps failing, typing that did not take) is a failed
+//! `ActionResult` in a successful response, for the manager to act on.
+use tonic::Status;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TextManipulatorError {
+    /// The request names no edit.
+    #[error("subgoal is empty: expected the edit to make (the text after `TEXT_TASK:`)")]
+    EmptySubgoal,
+    /// `apply` without a lease to type under.
+    #[error(
+        "apply needs device.lease with a serial and a lease id: the gateway leases the device first"
+    )]
+    ApplyWithoutLease,
+    /// The focused field must be read, but the request names no device.
+    #[error(
+        "original is absent and device.lease names no serial: pass the field's text or the device to read it from"
+    )]
+    NoDevice,
+    /// `max_retries` above the limit.
+    #[error("max_retries must be at most {limit}, got {got}")]
+    TooManyRetries { limit: u32, got: u32 },
+    /// `original` longer than the configured limit.
+    #[error("original has {chars} characters; at most {limit} are accepted")]
+    OriginalTooLong { chars: usize, limit: usize },
+    /// The device endpoint cannot be turned into a channel.
+    #[error("device endpoint '{endpoint}' is not usable: {reason}")]
+    BadEndpoint { endpoint: String, reason: String },
+    /// The model cannot be used at all (credentials, configuration, a spent replay).
+    #[error("the model {model} cannot be used: {source}")]
+    Model {
+        model: String,
+        source: droidmesh_llm::LlmError,
+    },
+    /// The device's state cannot be read.
+    #[error("cannot read device {serial} through {endpoint}: {message}")]
+    DeviceUnreadable {
+        serial: String,
+        endpoint: String,
+        message: String,
+    },
+    /// A prompt template does not render (a broken override).
+    #[error("the text manipulator's prompt does not render: {0}")]
+    Prompt(#[from] droidmesh_agent::prompts::PromptError),
+    /// The JavaScript sandbox itself failed (not the program in it).
+    #[error("the javascript sandbox failed: {0}")]
+    Sandbox(#[from] droidmesh_sandbox::SandboxError),
+}
+
+/// The status a caller gets for each error.
+pub fn to_status(e: &TextManipulatorError) -> Status {
+    use TextManipulatorError as E;
+    let message = e.to_string();
+    match e {
+        E::EmptySubgoal
+        | E::ApplyWithoutLease
+        | E::NoDevice
+        | E::TooManyRetries { .. }
+        | E::OriginalTooLong { .. }
+        | E::BadEndpoint { .. } => Status::invalid_argument(message),
+        E::Model { .. } => Status::failed_precondition(message),
+        E::DeviceUnreadable { .. } => Status::unavailable(message),
+        E::Prompt(_) | E::Sandbox(_) => Status::internal(message),
+    }
+}
+
+impl From<TextManipulatorError> for Status {
+    fn from(e: TextManipulatorError) -> Self {
+        to_status(&e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn each_error_gets_the_code_a_caller_can_act_on() {
+        assert_eq!(
+            to_status(&TextManipulatorError::EmptySubgoal).code(),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            to_status(&TextManipulatorError::ApplyWithoutLease).code(),
+            Code::InvalidArgument
+        );
+        let model = TextManipulatorError::Model {
+            model: "mock/gpt".into(),
+            source: droidmesh_llm::LlmError::Config("no key".into()),
+        };
+        let status = to_status(&model);
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert!(
+            status.message().contains("mock/gpt"),
+            "{}",
+            status.message()
+        );
+        let device = TextManipulatorError::DeviceUnreadable {
+            serial: "emulator-5554".into(),
+            endpoint: "http://127.0.0.1:1".into(),
+            message: "connection refused".into(),
+        };
+        let status = to_status(&device);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(
+            status.message().contains("emulator-5554"),
+            "{}",
+            status.message()
+        );
+    }
+}
