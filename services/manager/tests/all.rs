@@ -3,8 +3,8 @@
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_llm::{LlmClient, LlmConfig, WireFormat};
 use droidmesh_manager::manager_service;
-use droidmesh_proto::v1::StructureOutputRequest;
 use droidmesh_proto::v1::manager_service_client::ManagerServiceClient;
+use droidmesh_proto::v1::{LlmOverride, StructureOutputRequest};
 use tonic::Code;
 use tonic::transport::server::TcpIncoming;
 
@@ -24,7 +24,7 @@ async fn start(
     .await
     .unwrap();
     let toml = format!(
-        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[profiles.structured_output]\nprovider = \"mock\"\nmodel = \"m\"\n",
+        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.structured_output]\nprovider = \"mock\"\nmodel = \"m\"\n",
         llm.url()
     );
     let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
@@ -94,4 +94,47 @@ async fn answers_that_never_fit_say_why_and_bad_schemas_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+}
+
+#[tokio::test]
+async fn the_task_s_model_override_is_the_model_called() {
+    let (llm, mut client) = start(vec!["{\"name\": \"Barbara Liskov\"}"]).await;
+    let r = client
+        .structure_output(StructureOutputRequest {
+            llm: Some(LlmOverride {
+                model: "bigger-model".into(),
+                ..LlmOverride::default()
+            }),
+            ..request(SCHEMA)
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.valid, "{r:?}");
+    assert_eq!(llm.requests()[0].json()["model"], "bigger-model");
+    // An override naming a provider that is not configured is refused before any call.
+    let err = client
+        .structure_output(StructureOutputRequest {
+            llm: Some(LlmOverride {
+                provider: "nowhere".into(),
+                ..LlmOverride::default()
+            }),
+            ..request(SCHEMA)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert_eq!(llm.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_key_is_a_failed_precondition_naming_the_model() {
+    let (llm, mut client) = start(vec![]).await;
+    llm.push(MockResponse::error(401, "invalid api key"));
+    let err = client.structure_output(request(SCHEMA)).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert!(err.message().contains("mock/m"), "{err:?}");
+    llm.push(MockResponse::error(503, "overloaded"));
+    let err = client.structure_output(request(SCHEMA)).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
 }
