@@ -1,7 +1,13 @@
-//! The droidmesh manager. `StructureOutput` turns a task's final answer into JSON that
-//! validates against the caller's JSON Schema. `Plan` (reasoning mode) is not served yet.
+//! The droidmesh manager. `Plan` is the planner of reasoning mode: the device's state and the
+//! task's history in, subgoals routed to the executor, scripter or text manipulator out (or a
+//! completion, a request for a person's help, a direct answer). `StructureOutput` turns a
+//! task's final answer into JSON that validates against the caller's JSON Schema.
+pub mod config;
+mod device;
 pub mod error;
 mod model;
+mod plan;
+pub mod prompt;
 mod service;
 mod structured;
 
@@ -11,22 +17,29 @@ use droidmesh_agent::prompts::PromptSet;
 use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::manager_service_server::ManagerServiceServer;
 
+pub use config::ManagerConfig;
 pub use error::{ManagerError, to_status};
+pub use plan::AGENT;
 pub use service::Manager;
 pub use structured::MAX_ATTEMPTS;
 
-/// Builds the manager server.
+/// Builds the manager server. `default_device` is the device service a `Plan` reads from when
+/// its request names none (empty: every request must name one).
 pub fn manager_service(
+    cfg: ManagerConfig,
     llm: LlmClient,
-    prompts_dir: Option<&str>,
+    default_device: String,
 ) -> Result<ManagerServiceServer<Manager>, String> {
-    let prompts = match prompts_dir {
+    cfg.validate()?;
+    let prompts = match &cfg.prompts_dir {
         Some(d) => PromptSet::with_override_dir(d),
         None => PromptSet::embedded(),
     }
     .map_err(|e| format!("prompt templates: {e}"))?;
+    let devices = device::Devices::new(&cfg, default_device)?;
     Ok(ManagerServiceServer::new(Manager {
         llm,
         prompts: Arc::new(prompts),
+        devices: Arc::new(devices),
     }))
 }

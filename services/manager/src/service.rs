@@ -9,20 +9,28 @@ use droidmesh_proto::v1::{
     PlanRequest, PlanResponse, StructureOutputRequest, StructureOutputResponse,
 };
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
+use crate::device::Devices;
 use crate::error::to_status;
 
 pub struct Manager {
     pub(crate) llm: LlmClient,
     pub(crate) prompts: Arc<PromptSet>,
+    pub(crate) devices: Arc<Devices>,
 }
 
 #[tonic::async_trait]
 impl ManagerService for Manager {
-    async fn plan(&self, _r: Request<PlanRequest>) -> Result<Response<PlanResponse>, Status> {
-        Err(Status::unimplemented(
-            "reasoning mode (Plan) is not served by this manager yet",
-        ))
+    async fn plan(&self, r: Request<PlanRequest>) -> Result<Response<PlanResponse>, Status> {
+        let r = r.into_inner();
+        // Under the RPC's span, so the device read and the model call join the caller's trace.
+        let span = tracing::info_span!("plan", task = %r.task_id, step = r.step);
+        crate::plan::plan(self, r)
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
     }
 
     async fn structure_output(
