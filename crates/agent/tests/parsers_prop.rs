@@ -34,6 +34,13 @@ const FRAGMENTS: &[&str] = &[
     "\">",
     "</request_accomplished>",
     "<request_accomplished/>",
+    "<request_human_help reason=\"",
+    "<request_human_help>",
+    "</request_human_help>",
+    "<request_human_help/>",
+    "<direct_response>",
+    "</direct_response>",
+    "Reason:",
     "TEXT_TASK:",
     "1. ",
     "2) ",
@@ -103,8 +110,19 @@ proptest! {
         prop_assert_eq!(code.code().is_none(), code.is_final_answer());
         let _ = final_message(&code.prose);
         if let Ok(out) = parse_manager(&text) {
-            // A reply that parses always carries a decision, numbered from 1.
-            prop_assert!(!out.plan.is_empty() || out.accomplished.is_some());
+            // A reply that parses always carries a decision; subgoals are numbered from 1.
+            prop_assert!(
+                !out.plan.is_empty()
+                    || out.accomplished.is_some()
+                    || out.human_help.is_some()
+                    || out.direct_response.is_some()
+            );
+            if let Some(help) = &out.human_help {
+                prop_assert!(!help.reason.is_empty() || !help.instructions.is_empty());
+            }
+            if let Some(answer) = &out.direct_response {
+                prop_assert!(!answer.trim().is_empty());
+            }
             for (i, subgoal) in out.plan.iter().enumerate() {
                 prop_assert_eq!(subgoal.index, i + 1);
                 prop_assert!(!subgoal.text.trim().is_empty());

@@ -2,8 +2,8 @@
 
 use droidmesh_agent::{
     prompts::{
-        CodeActSystem, CodeActUser, ExecutorSystem, ManagerSystem, Prompt, PromptSet,
-        ScripterSystem, StructuredOutputSystem, TextManipulatorErrorCorrection,
+        CodeActSystem, CodeActUser, ConversationTurn, ExecutorSystem, ManagerSystem, ProducedFile,
+        Prompt, PromptSet, ScripterSystem, StructuredOutputSystem, TextManipulatorErrorCorrection,
         TextManipulatorSystem,
     },
     tools::{ATOMIC_ACTIONS, js_signatures, json_actions, select},
@@ -93,6 +93,37 @@ fn manager_system_after_failures() {
             "<script_result status=\"SUCCESS\">\nThe router API reports SSID \"Home\".\n</script_result>"
                 .into(),
         ),
+        conversation: Vec::new(),
+        notes: vec!["The user changed the goal to: Turn Wi-Fi on and tell me the network name".into()],
+        files: vec![ProducedFile {
+            name: "router.json".into(),
+            size_bytes: 812,
+            path: "/var/lib/droidmesh/files/t-1/router.json".into(),
+        }],
+    }));
+}
+
+#[test]
+fn manager_system_in_a_conversation() {
+    insta::assert_snapshot!(render(&ManagerSystem {
+        instruction: "Which network did you connect to earlier?".into(),
+        executor_actions: json_actions(&select(&["tap", "open_app"]).unwrap()),
+        phone: fixtures::phone(),
+        ui_state: fixtures::screen(),
+        conversation: vec![
+            ConversationTurn {
+                goal: "Turn Wi-Fi on".into(),
+                answer: "Wi-Fi is on and connected to \"Home\".".into(),
+                success: true,
+            },
+            ConversationTurn {
+                goal: "Send my location to Sam".into(),
+                answer: String::new(),
+                success: false,
+            },
+        ],
+        notes: vec!["A person answered your request for help: use the work account".into()],
+        ..ManagerSystem::default()
     }));
 }
 

@@ -81,8 +81,12 @@ pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Rout
         }
         Service::Manager => {
             let svc = droidmesh_manager::manager_service(
+                droidmesh_manager::ManagerConfig {
+                    prompts_dir: config.executor.prompts_dir.clone(),
+                    ..droidmesh_manager::ManagerConfig::default()
+                },
                 llm_client(config)?,
-                config.executor.prompts_dir.as_deref(),
+                config.endpoints.device.clone(),
             )
             .map_err(|e| anyhow::anyhow!("manager cannot start: {e}"))?;
             (

@@ -77,7 +77,14 @@ fn missing_tags_are_an_error_for_the_model() {
     let err = parse_manager("I think we should open Settings.").unwrap_err();
     assert!(err.to_string().ends_with("found no tags at all"), "{err}");
     let err = parse_manager("<thought>hmm</thought>").unwrap_err();
-    assert!(err.to_string().ends_with("found neither tag"), "{err}");
+    assert!(err.to_string().ends_with("found only <thought>"), "{err}");
+    let err =
+        parse_manager("<thought>hmm</thought><direct_response> </direct_response>").unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("found only <thought>, an empty <direct_response>"),
+        "{err}"
+    );
     let err = parse_manager("<plan>\n1. DONE\n</plan>").unwrap_err();
     assert!(
         err.to_string().ends_with("found a <plan> without subgoals"),
@@ -226,4 +233,117 @@ fn hostile_replies_stay_linear() {
         "{:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn a_help_request_with_its_reason_as_an_attribute() {
+    let reply = "<thought>A QR code fills the screen.</thought>\n<request_human_help reason=\"The app asks to scan a QR code\">\nScan the QR code on the phone's screen with the app on your computer, then reply \"done\".\n</request_human_help>";
+    let out = parse_manager(reply).unwrap();
+    assert_eq!(
+        out.human_help,
+        Some(HumanHelp {
+            reason: "The app asks to scan a QR code".into(),
+            instructions:
+                "Scan the QR code on the phone's screen with the app on your computer, then reply \"done\"."
+                    .into(),
+        })
+    );
+    assert!(out.plan.is_empty() && out.accomplished.is_none());
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+}
+
+#[test]
+fn a_help_request_without_the_attribute_takes_its_first_line_as_the_reason() {
+    let out = parse_manager(
+        "```xml\n<REQUEST_HUMAN_HELP>\nReason: a CAPTCHA blocks the login\nInstructions: solve it on the phone and reply when done\n```\n",
+    )
+    .unwrap();
+    let help = out.human_help.unwrap();
+    assert_eq!(help.reason, "a CAPTCHA blocks the login");
+    assert_eq!(
+        help.instructions,
+        "solve it on the phone and reply when done"
+    );
+    assert!(
+        out.warnings
+            .contains(&"<request_human_help> was not closed".to_owned())
+    );
+    let out = parse_manager("<request_human_help>Which account should I use?</request_human_help>")
+        .unwrap();
+    assert_eq!(
+        out.human_help,
+        Some(HumanHelp {
+            reason: "Which account should I use?".into(),
+            instructions: String::new(),
+        })
+    );
+    // With the attribute in any case and quoting, the whole body is the instructions.
+    let out =
+        parse_manager("<request_human_help Reason='fingerprint'>Touch the sensor.\nThen reply.</request_human_help>")
+            .unwrap();
+    let help = out.human_help.unwrap();
+    assert_eq!(help.reason, "fingerprint");
+    assert_eq!(help.instructions, "Touch the sensor.\nThen reply.");
+}
+
+#[test]
+fn an_empty_help_request_is_not_a_decision() {
+    for reply in [
+        "<request_human_help></request_human_help>",
+        "<request_human_help reason=\"\"/>",
+        "<request_human_help reason=\" \">\n\n</request_human_help>",
+    ] {
+        let err = parse_manager(reply).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("found only an empty <request_human_help>"),
+            "{reply}: {err}"
+        );
+    }
+    let out = parse_manager("<request_human_help/><plan>1. Go back</plan>").unwrap();
+    assert!(out.human_help.is_none());
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.starts_with("an empty <request_human_help> was ignored")),
+        "{:?}",
+        out.warnings
+    );
+}
+
+#[test]
+fn a_direct_response_is_a_decision() {
+    let reply = "<thought>The user asks what I did before; the conversation says it.</thought>\n<direct_response>\nI turned Wi-Fi on and the network was \"Home\".\n</direct_response>";
+    let out = parse_manager(reply).unwrap();
+    assert_eq!(
+        out.direct_response.as_deref(),
+        Some("I turned Wi-Fi on and the network was \"Home\".")
+    );
+    assert!(out.plan.is_empty() && out.accomplished.is_none() && out.human_help.is_none());
+    let out = parse_manager("Sure:\n```\n<Direct_Response>It was 22 degrees.\n```\n").unwrap();
+    assert_eq!(out.direct_response.as_deref(), Some("It was 22 degrees."));
+    let out = parse_manager(
+        "<direct_response>first</direct_response><direct_response>second</direct_response>",
+    )
+    .unwrap();
+    assert_eq!(out.direct_response.as_deref(), Some("second"));
+    assert!(
+        out.warnings
+            .contains(&"2 <direct_response> tags given; the last one is used".to_owned())
+    );
+}
+
+#[test]
+fn the_new_tags_end_an_unclosed_plan() {
+    let out = parse_manager("<plan>\n1. Open Settings\n<request_human_help reason=\"pin\">Unlock the phone</request_human_help>").unwrap();
+    assert_eq!(texts(&out), [(1, "Open Settings")]);
+    assert_eq!(out.human_help.unwrap().instructions, "Unlock the phone");
+}
+
+#[test]
+fn an_unclosed_tag_in_a_fence_leaves_the_fence_out() {
+    let out = parse_manager("```xml\n<thought>Notes first.</thought>\n<plan>\n1. Open Notes\n```")
+        .unwrap();
+    assert_eq!(texts(&out), [(1, "Open Notes")]);
+    assert_eq!(out.plan_text, "1. Open Notes");
 }

@@ -11,7 +11,7 @@ mod tags;
 
 pub use code::{CodeExtraction, FinalMessage, extract_code, final_message};
 pub use executor::{ExecutorAction, ExecutorError, parse_executor};
-pub use manager::{Accomplished, ManagerError, ManagerOutput, parse_manager};
+pub use manager::{Accomplished, HumanHelp, ManagerError, ManagerOutput, parse_manager};
 pub use plan::{Subgoal, SubgoalKind, parse_plan};
 pub use structured::{
     OutputSchema, StructuredError, Violation, structured_output, validate_schema,

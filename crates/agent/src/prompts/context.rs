@@ -137,6 +137,28 @@ pub struct CodeActUser {
     pub screenshot_attached: bool,
 }
 
+/// One earlier goal of the task's conversation and how it ended, as the Manager sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ConversationTurn {
+    /// What the user asked.
+    pub goal: String,
+    /// The answer given, or why it failed.
+    pub answer: String,
+    /// Whether it was fulfilled.
+    pub success: bool,
+}
+
+/// A file one of the task's agents produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProducedFile {
+    /// File name.
+    pub name: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Where it lives.
+    pub path: String,
+}
+
 /// `manager/system.jinja`: everything the planner sees at one turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ManagerSystem {
@@ -166,6 +188,12 @@ pub struct ManagerSystem {
     pub error_history: Vec<ActionRecord>,
     /// The Scripter's or Text Manipulator's last result, already worded.
     pub last_handoff_result: Option<String>,
+    /// Earlier goals of the conversation and their answers, oldest first.
+    pub conversation: Vec<ConversationTurn>,
+    /// Messages from the user since the last plan (a changed goal, a note, a human's reply).
+    pub notes: Vec<String>,
+    /// Files the task's agents produced so far.
+    pub files: Vec<ProducedFile>,
 }
 
 /// `executor/system.jinja`: one subgoal to turn into one action.

@@ -30,6 +30,7 @@ pub use context::{
     PhoneState, ScripterSystem, StructuredOutputSystem, TextManipulatorErrorCorrection,
     TextManipulatorSystem, UiElement,
 };
+pub use context::{ConversationTurn, ProducedFile};
 
 /// A template that can be rendered, with the relative path it has under `prompts/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

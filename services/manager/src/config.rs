@@ -1,0 +1,67 @@
+//! The manager's settings (`[manager]` in droidmesh.toml).
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ManagerConfig {
+    /// Longest side of the screenshot sent to the model when a task has vision on.
+    pub screenshot_max_side: u32,
+    /// Deadline of one device read (`GetState`, screenshot included).
+    pub device_timeout_ms: u64,
+    /// Device service channels kept open, one per endpoint; the least recently used one is
+    /// closed when a new endpoint would exceed it.
+    pub device_channels: usize,
+    /// Folder of prompt templates overriding the embedded ones (same relative paths).
+    pub prompts_dir: Option<String>,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        Self {
+            screenshot_max_side: 1024,
+            device_timeout_ms: 30_000,
+            device_channels: 16,
+            prompts_dir: None,
+        }
+    }
+}
+
+impl ManagerConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(64..=4096).contains(&self.screenshot_max_side) {
+            return Err(format!(
+                "manager.screenshot_max_side must be between 64 and 4096, got {}",
+                self.screenshot_max_side
+            ));
+        }
+        if self.device_timeout_ms < 100 {
+            return Err(format!(
+                "manager.device_timeout_ms must be at least 100, got {}",
+                self.device_timeout_ms
+            ));
+        }
+        if self.device_channels == 0 {
+            return Err("manager.device_channels must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        assert_eq!(ManagerConfig::default().validate(), Ok(()));
+        let err = ManagerConfig {
+            device_channels: 0,
+            ..ManagerConfig::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(err.contains("manager.device_channels"), "{err}");
+        let parsed: Result<ManagerConfig, _> = serde_json::from_str(r#"{"device_chanels": 3}"#);
+        assert!(parsed.is_err());
+    }
+}

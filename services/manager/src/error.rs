@@ -1,0 +1,120 @@
+//! The manager service's error type, and the one place it becomes a gRPC status.
+use droidmesh_llm::LlmError;
+use tonic::Status;
+
+/// Everything that makes a manager RPC fail. A model reply that cannot be read is not here:
+/// `Plan` returns it to the caller as a parse warning, not as an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// The request is malformed or incomplete; the message says what to fix.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The model cannot be used at all, so another call would fail the same way: a refused
+    /// key, a configuration that cannot work, a replay cassette with nothing left.
+    #[error("the {agent} model {model} cannot be used: {source}")]
+    ModelUnusable {
+        agent: &'static str,
+        model: String,
+        source: LlmError,
+    },
+    /// The model call failed in a way a later call may not (rate limit, server error,
+    /// timeout, a response that could not be read).
+    #[error("the {agent} model {model} failed: {source}")]
+    ModelFailed {
+        agent: &'static str,
+        model: String,
+        source: LlmError,
+    },
+    /// The device's state could not be read through the device service.
+    #[error("device {serial} (device service {endpoint}) could not be read: {detail}")]
+    DeviceUnreadable {
+        serial: String,
+        endpoint: String,
+        detail: String,
+    },
+    /// A prompt template failed to render.
+    #[error("the {template} prompt does not render: {detail}")]
+    Prompt {
+        template: &'static str,
+        detail: String,
+    },
+}
+
+impl ManagerError {
+    /// Sorts a failed model call: errors no retry can fix, and the rest.
+    pub fn model(agent: &'static str, model: String, source: LlmError) -> Self {
+        match source {
+            LlmError::Auth { .. }
+            | LlmError::Config(_)
+            | LlmError::ReplayExhausted { .. }
+            | LlmError::Cassette(_) => Self::ModelUnusable {
+                agent,
+                model,
+                source,
+            },
+            _ => Self::ModelFailed {
+                agent,
+                model,
+                source,
+            },
+        }
+    }
+}
+
+/// The status a caller sees for each error.
+pub fn to_status(e: ManagerError) -> Status {
+    let message = e.to_string();
+    match e {
+        ManagerError::InvalidArgument(_) => Status::invalid_argument(message),
+        ManagerError::ModelUnusable { .. } => Status::failed_precondition(message),
+        ManagerError::ModelFailed { .. } | ManagerError::DeviceUnreadable { .. } => {
+            Status::unavailable(message)
+        }
+        ManagerError::Prompt { .. } => Status::internal(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn each_error_has_its_code() {
+        let unusable = ManagerError::model(
+            "manager",
+            "mock/m".into(),
+            LlmError::Auth {
+                status: 401,
+                message: "bad key".into(),
+            },
+        );
+        let status = to_status(unusable);
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert!(
+            status.message().contains("manager model mock/m"),
+            "{status:?}"
+        );
+        let busy = ManagerError::model(
+            "manager",
+            "mock/m".into(),
+            LlmError::Server {
+                status: 503,
+                message: "busy".into(),
+            },
+        );
+        assert_eq!(to_status(busy).code(), Code::Unavailable);
+        let device = ManagerError::DeviceUnreadable {
+            serial: "emu-1".into(),
+            endpoint: "http://127.0.0.1:1".into(),
+            detail: "refused".into(),
+        };
+        let status = to_status(device);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(status.message().contains("emu-1"), "{status:?}");
+        assert_eq!(
+            to_status(ManagerError::InvalidArgument("instruction is empty".into())).code(),
+            Code::InvalidArgument
+        );
+    }
+}

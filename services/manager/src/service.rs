@@ -1,0 +1,45 @@
+//! `droidmesh.v1.ManagerService`: each RPC's work lives in its own module; errors become
+//! statuses in [`to_status`] only.
+use std::sync::Arc;
+
+use droidmesh_agent::prompts::PromptSet;
+use droidmesh_llm::LlmClient;
+use droidmesh_proto::v1::manager_service_server::ManagerService;
+use droidmesh_proto::v1::{
+    PlanRequest, PlanResponse, StructureOutputRequest, StructureOutputResponse,
+};
+use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
+
+use crate::device::Devices;
+use crate::error::to_status;
+
+pub struct Manager {
+    pub(crate) llm: LlmClient,
+    pub(crate) prompts: Arc<PromptSet>,
+    pub(crate) devices: Arc<Devices>,
+}
+
+#[tonic::async_trait]
+impl ManagerService for Manager {
+    async fn plan(&self, r: Request<PlanRequest>) -> Result<Response<PlanResponse>, Status> {
+        let r = r.into_inner();
+        // Under the RPC's span, so the device read and the model call join the caller's trace.
+        let span = tracing::info_span!("plan", task = %r.task_id, step = r.step);
+        crate::plan::plan(self, r)
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn structure_output(
+        &self,
+        r: Request<StructureOutputRequest>,
+    ) -> Result<Response<StructureOutputResponse>, Status> {
+        crate::structured::structure_output(&self.llm, &self.prompts, r.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+}
