@@ -1,11 +1,14 @@
 //! A task's file workspace: one folder per task id under the configured root, shared by the
 //! task's scripter runs, with a size cap. Names are relative paths that stay inside the folder
 //! (no `..`, no absolute paths, no symlinks followed). Only the most recently used task folders
-//! are kept, so the disk the scripter uses is bounded.
+//! are kept, so the disk the scripter uses is bounded; a folder a run of this process is using
+//! is never deleted.
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 /// Files one task's workspace may hold.
@@ -34,9 +37,40 @@ pub struct FileInfo {
 pub struct Workspace {
     dir: PathBuf,
     max_bytes: u64,
+    _in_use: InUse,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Task folders open in this process, with how many runs hold each.
+static IN_USE: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
+
+/// Marks a folder as in use for as long as it lives.
+#[derive(Debug)]
+struct InUse(PathBuf);
+
+impl InUse {
+    fn new(dir: PathBuf) -> Self {
+        *IN_USE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(dir.clone())
+            .or_insert(0) += 1;
+        Self(dir)
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut in_use = IN_USE.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = in_use.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                in_use.remove(&self.0);
+            }
+        }
+    }
+}
 
 impl Workspace {
     /// Opens the folder of `task_id` under `root` (creating both), marks it as just used, and
@@ -47,6 +81,8 @@ impl Workspace {
             .canonicalize()
             .map_err(|e| format!("cannot resolve {}: {e}", root.display()))?;
         let dir = root.join(dir_name(task_id));
+        // Marked before it is created, so that no concurrent prune removes it.
+        let in_use = InUse::new(dir.clone());
         match fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(format!("{} exists and is not a folder", dir.display())),
@@ -57,7 +93,11 @@ impl Workspace {
         }
         let _ = fs::File::open(&dir).and_then(|f| f.set_modified(SystemTime::now()));
         prune(&root, &dir, keep);
-        Ok(Self { dir, max_bytes })
+        Ok(Self {
+            dir,
+            max_bytes,
+            _in_use: in_use,
+        })
     }
 
     /// The task's folder (absolute).
@@ -242,7 +282,7 @@ fn split_name(name: &str) -> Result<Vec<&str>, String> {
         return refuse("it contains a backslash or a control character");
     }
     let parts: Vec<&str> = name.split('/').collect();
-    if parts.iter().any(|p| *p == "..") {
+    if parts.contains(&"..") {
         return refuse("`..` would leave the workspace");
     }
     if parts.iter().any(|p| p.is_empty() || *p == ".") {
@@ -282,7 +322,8 @@ pub fn dir_name(task_id: &str) -> String {
     }
 }
 
-/// Deletes the least recently used task folders under `root` beyond `keep` (never `current`).
+/// Deletes the least recently used task folders under `root` beyond `keep` (never `current`,
+/// never one in use).
 fn prune(root: &Path, current: &Path, keep: usize) {
     let Ok(entries) = fs::read_dir(root) else {
         return;
@@ -305,8 +346,13 @@ fn prune(root: &Path, current: &Path, keep: usize) {
             (used, e.path())
         })
         .collect();
-    dirs.sort_by(|a, b| b.0.cmp(&a.0));
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.0));
     for (_, dir) in dirs.into_iter().skip(keep.saturating_sub(1)) {
+        // Held while deleting: a run cannot start using the folder meanwhile.
+        let in_use = IN_USE.lock().unwrap_or_else(PoisonError::into_inner);
+        if in_use.contains_key(&dir) {
+            continue;
+        }
         if let Err(e) = fs::remove_dir_all(&dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "old task workspace not removed");
         }

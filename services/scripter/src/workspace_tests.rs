@@ -132,6 +132,32 @@ fn only_the_most_recently_used_task_folders_are_kept() {
 }
 
 #[test]
+fn a_folder_in_use_is_never_pruned() {
+    let root = tempfile::tempdir().unwrap();
+    let busy = Workspace::open(root.path(), "busy", 100, 1).unwrap();
+    busy.write("f", b"x").unwrap();
+    let old = SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(busy.dir())
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let idle = Workspace::open(root.path(), "idle", 100, 1).unwrap();
+    drop(idle);
+    let _next = Workspace::open(root.path(), "next", 100, 1).unwrap();
+    assert!(busy.dir().join("f").exists(), "the busy folder survives");
+    assert!(
+        !root.path().join("task-idle").exists(),
+        "the idle one is pruned"
+    );
+    drop(busy);
+    let _last = Workspace::open(root.path(), "last", 100, 1).unwrap();
+    assert!(
+        !root.path().join("task-busy").exists(),
+        "pruned once released"
+    );
+}
+
+#[test]
 fn media_types_come_from_extensions() {
     assert_eq!(mime_type("a.JSON"), "application/json");
     assert_eq!(mime_type("dir/photo.jpeg"), "image/jpeg");

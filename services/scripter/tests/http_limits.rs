@@ -179,3 +179,36 @@ async fn a_run_has_a_budget_of_requests() {
     );
     assert_eq!(server.request_count(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_never_outlives_the_step() {
+    let silent = silent().await;
+    let mut cfg = config();
+    cfg.step_timeout_ms = 500;
+    cfg.http.timeout_ms = 60_000;
+    cfg.http.allow_hosts = vec![silent.addr.ip().to_string()];
+    let url = format!("http://{}/slow", silent.addr);
+    let rig = rig_with(
+        cfg,
+        vec![
+            step(&format!("await fetch('{url}')")),
+            reply("FAILED: the server did not answer in time."),
+        ],
+    )
+    .await;
+    let events = run(&rig, request("Fetch the slow page.")).await;
+    let obs = observations(&events);
+    let error = obs[0].1.as_deref().unwrap();
+    assert_eq!(
+        error,
+        "timeout error: script stopped: it ran longer than 500ms"
+    );
+    assert!(
+        until(std::time::Duration::from_secs(10), || silent
+            .closed
+            .load(Ordering::SeqCst)
+            == 1)
+        .await,
+        "the connection is closed with the step"
+    );
+}

@@ -100,11 +100,6 @@ impl Http {
         &self.allow
     }
 
-    /// The configured limits.
-    pub fn config(&self) -> &HttpConfig {
-        &self.cfg
-    }
-
     /// Sends `req`, following redirects, and returns the response as the script sees it:
     /// `{ status, status_text, ok, url, redirected, headers, body | body_base64 }`. Ends by
     /// `limit` at the latest (the step's deadline); the errors are worded for the script.
@@ -117,7 +112,8 @@ impl Http {
         let asked = req.timeout.unwrap_or(Duration::MAX);
         let timeout = asked.min(Duration::from_millis(self.cfg.timeout_ms));
         let started = Instant::now();
-        let deadline = started.checked_add(timeout).unwrap_or(limit).min(limit);
+        let own = started.checked_add(timeout).unwrap_or(limit);
+        let deadline = own.min(limit);
         let HttpRequest {
             mut url,
             mut method,
@@ -128,7 +124,14 @@ impl Http {
         } = req;
         let timed_out = |url: &Url| {
             let ms = deadline.saturating_duration_since(started).as_millis();
-            format!("request to {} timed out after {ms} ms", shown(url))
+            if own <= limit {
+                format!("request to {} timed out after {ms} ms", shown(url))
+            } else {
+                format!(
+                    "request to {} was stopped by the step's time limit ({ms} ms were left when it started)",
+                    shown(url)
+                )
+            }
         };
         let mut hop = 0u32;
         loop {
