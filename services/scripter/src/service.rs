@@ -69,9 +69,14 @@ impl Scripter {
         if req.task_id.trim().is_empty() {
             return bad("task_id is empty: the task's files are kept under its id".into());
         }
-        let handoff = match &req.handoff_context {
-            Some(s) if !s.fields.is_empty() => {
-                let text = serde_json::to_string_pretty(&struct_to_json(s)).unwrap_or_default();
+        let handoff_value = req
+            .handoff_context
+            .as_ref()
+            .filter(|s| !s.fields.is_empty())
+            .map(struct_to_json);
+        let handoff = match &handoff_value {
+            Some(value) => {
+                let text = serde_json::to_string_pretty(value).unwrap_or_default();
                 if text.len() > MAX_HANDOFF_BYTES {
                     return bad(format!(
                         "handoff_context is {} bytes as JSON; at most {MAX_HANDOFF_BYTES} are accepted",
@@ -80,7 +85,7 @@ impl Scripter {
                 }
                 Some(text)
             }
-            _ => None,
+            None => None,
         };
         let target = self
             .llm
@@ -139,7 +144,8 @@ impl Scripter {
         };
         let caps = functions
             .into_iter()
-            .fold(Capabilities::new(), Capabilities::function);
+            .fold(Capabilities::new(), Capabilities::function)
+            .global("handoff", handoff_value.unwrap_or(serde_json::Value::Null));
         let session =
             Session::new(limits, caps).map_err(|e| ScripterError::Sandbox(e.to_string()))?;
         let prelude = session

@@ -118,14 +118,19 @@ async fn variables_from_one_step_are_there_in_the_next() {
         cfg,
         vec![
             step(&format!(
-                "const weather = await fetchJson('http://127.0.0.1:{port}/weather?city=Paris', {{ headers: {{ 'X-Api-Key': 'k-1' }} }});\nconsole.log(Object.keys(weather).join(','))"
+                "const weather = await fetchJson('http://127.0.0.1:{port}/weather?city=' + handoff.city, {{ headers: {{ 'X-Api-Key': 'k-1' }} }});\nconsole.log(Object.keys(weather).join(','))"
             )),
             step("console.log('temperature', weather.temp_c)"),
             reply("It is 21.5 °C in Paris."),
         ],
     )
     .await;
-    let events = run(&rig, request("Report the temperature in Paris.")).await;
+    let mut req = request("Report the temperature in the city handed over.");
+    req.handoff_context = Some(droidmesh_proto::json_to_struct(&json!({"city": "Paris"})));
+    let events = run(&rig, req).await;
+    let (system, _) = prompts(&rig, 0);
+    assert!(system.contains("the global `handoff`"), "{system}");
+    assert!(system.contains("\"city\": \"Paris\""), "{system}");
     let obs = observations(&events);
     assert_eq!(obs[0], ("city,temp_c".to_string(), None));
     assert_eq!(obs[1], ("temperature 21.5".to_string(), None));
