@@ -42,7 +42,7 @@ async fn redirects_are_followed_up_to_the_limit() {
     assert_eq!(
         obs[1].0,
         format!(
-            "FetchError: request to {base}/again was redirected more than 2 times; the last hop pointed to /again"
+            "FetchError: request to {base}/again was redirected more than 2 times; the last hop pointed to {base}/again"
         )
     );
     let got = server.requests();

@@ -176,17 +176,17 @@ impl Http {
             span.record("http.response.status_code", status.as_u16());
             let location = resp.headers().get(LOCATION).and_then(|l| l.to_str().ok());
             if let (true, Some(location)) = (is_followed(status), location) {
+                let next = url.join(location).map_err(|e| {
+                    format!("{} redirected to an invalid location: {e}", shown(&url))
+                })?;
                 if hop >= self.cfg.max_redirects {
                     return Err(format!(
                         "request to {} was redirected more than {} times; the last hop pointed to {}",
                         shown(&url),
                         self.cfg.max_redirects,
-                        location.chars().take(200).collect::<String>()
+                        shown(&next)
                     ));
                 }
-                let next = url.join(location).map_err(|e| {
-                    format!("{} redirected to an invalid location: {e}", shown(&url))
-                })?;
                 check_scheme(&next).map_err(|e| format!("{} redirected to {e}", shown(&url)))?;
                 let to_get = status == StatusCode::SEE_OTHER
                     || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
