@@ -199,9 +199,14 @@ async fn a_request_never_outlives_the_step() {
     let events = run(&rig, request("Fetch the slow page.")).await;
     let obs = observations(&events);
     let error = obs[0].1.as_deref().unwrap();
-    assert_eq!(
-        error,
-        "timeout error: script stopped: it ran longer than 500ms"
+    // Which of the two deadlines is seen first depends on when the session thread started
+    // the step; either way the request ended with the step, long before its own 60 s.
+    assert!(
+        error == "timeout error: script stopped: it ran longer than 500ms"
+            || error.contains(&format!(
+                "FetchError: request to {url} was stopped by the step's time limit"
+            )),
+        "{error}"
     );
     assert!(
         until(std::time::Duration::from_secs(10), || silent
