@@ -19,7 +19,7 @@ fn write(dir: &std::path::Path, rel: &str, text: &str) {
 fn embedded_templates_load_and_none_is_overridden() {
     let set = PromptSet::embedded().unwrap();
     assert!(set.overridden().is_empty());
-    assert_eq!(PromptName::ALL.len(), 8);
+    assert_eq!(PromptName::ALL.len(), 9);
 }
 
 #[test]

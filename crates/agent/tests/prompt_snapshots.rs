@@ -2,9 +2,9 @@
 
 use droidmesh_agent::{
     prompts::{
-        CodeActSystem, CodeActUser, ConversationTurn, ExecutorSystem, ManagerSystem, ProducedFile,
-        Prompt, PromptSet, ScripterSystem, StructuredOutputSystem, TextManipulatorErrorCorrection,
-        TextManipulatorSystem,
+        CodeActStep, CodeActSystem, CodeActUser, ConversationTurn, ExecutorSystem, ManagerSystem,
+        ProducedFile, Prompt, PromptSet, ScripterFile, ScripterSystem, ScripterUser,
+        StructuredOutputSystem, TextManipulatorErrorCorrection, TextManipulatorSystem,
     },
     tools::{ATOMIC_ACTIONS, js_signatures, json_actions, select},
 };
@@ -156,10 +156,68 @@ fn executor_system() {
 #[test]
 fn scripter_system() {
     insta::assert_snapshot!(render(&ScripterSystem {
-        task: "Fetch https://api.example.com/weather?city=Paris and report the temperature in Celsius.".into(),
-        tool_signatures: "fetch(url: string, options?: object): object — An HTTP request; returns { status, headers, body }.\n".into(),
-        allowed_hosts: vec!["api.example.com".into()],
+        task: "POST the note {\"text\": \"Buy milk\"} as JSON to http://hooks.internal:8080/notes and report the id it returns.".into(),
+        instruction: Some("Save my shopping note to the team board and show it on the phone".into()),
+        handoff_context: Some("{\n  \"note\": \"Buy milk\"\n}".into()),
+        tool_signatures: "await fetch(url: string, options?: object): Response\n  HTTP request.\nwrite_file(name: string, content: string): Save a file.\n".into(),
+        allowed_hosts: vec!["hooks.internal:8080".into()],
+        request_timeout_ms: 15_000,
+        max_response_bytes: 5_242_880,
+        step_timeout_ms: 2_500,
+        files: vec![ScripterFile { name: "notes/draft.txt".into(), size_bytes: 42 }],
         max_steps: 8,
+    }));
+}
+
+#[test]
+fn scripter_system_minimal() {
+    insta::assert_snapshot!(render(&ScripterSystem {
+        task: "Fetch https://api.example.com/weather?city=Paris and report the temperature in Celsius.".into(),
+        tool_signatures: "await fetch(url: string, options?: object): Response\n".into(),
+        request_timeout_ms: 15_000,
+        max_response_bytes: 1_000_000,
+        step_timeout_ms: 30_000,
+        max_steps: 10,
+        ..ScripterSystem::default()
+    }));
+}
+
+#[test]
+fn scripter_user_first_step() {
+    insta::assert_snapshot!(render(&ScripterUser {
+        step: 1,
+        max_steps: 8,
+        ..ScripterUser::default()
+    }));
+}
+
+#[test]
+fn scripter_user_later_step() {
+    insta::assert_snapshot!(render(&ScripterUser {
+        step: 8,
+        max_steps: 8,
+        omitted_steps: 4,
+        history: vec![
+            CodeActStep {
+                step: 5,
+                thought: "Fetch the note list first.".into(),
+                code: "const res = await fetch('http://hooks.internal:8080/notes')\nconsole.log(res.status)".into(),
+                output: "200".into(),
+                error: None,
+            },
+            CodeActStep {
+                step: 6,
+                thought: String::new(),
+                code: "const notes = await res.json()\nnotes.length".into(),
+                output: String::new(),
+                error: Some("runtime error: FetchError: the response is not JSON".into()),
+            },
+            CodeActStep {
+                step: 7,
+                error: Some("the model call failed: provider failed (http 503): busy".into()),
+                ..CodeActStep::default()
+            },
+        ],
     }));
 }
 

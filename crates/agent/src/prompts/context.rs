@@ -223,17 +223,53 @@ pub struct ExecutorSystem {
     pub action_history: Vec<ActionRecord>,
 }
 
-/// `scripter/system.jinja`: an off-device task.
+/// `scripter/system.jinja`: an off-device task; fixed for a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ScripterSystem {
     /// The task from the Manager's `<script>` element.
     pub task: String,
-    /// Signatures of the functions the scripter's sandbox grants (`fetch`, ...).
+    /// The user's request, for context.
+    pub instruction: Option<String>,
+    /// Context another agent handed over with the task, as JSON text.
+    pub handoff_context: Option<String>,
+    /// The API the scripter's sandbox grants (`fetch`, the workspace files, ...), as text.
     pub tool_signatures: String,
-    /// Hosts HTTP may reach; empty means the sandbox's own policy applies.
+    /// Hosts that HTTP may reach although they are loopback, private or link-local addresses
+    /// (public addresses are reachable without being listed).
     pub allowed_hosts: Vec<String>,
+    /// Longest time one HTTP request may take, in milliseconds.
+    pub request_timeout_ms: u64,
+    /// Largest response body one HTTP request may read, in bytes.
+    pub max_response_bytes: u64,
+    /// Wall-clock limit of one step's code, in milliseconds.
+    pub step_timeout_ms: u64,
+    /// Files already in the task's workspace (from earlier scripts of the task).
+    pub files: Vec<ScripterFile>,
     /// Step budget.
     pub max_steps: u32,
+}
+
+/// A file in the scripter's workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ScripterFile {
+    /// Name relative to the workspace.
+    pub name: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+}
+
+/// `scripter/user.jinja`: the earlier steps of a run and the step to write now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ScripterUser {
+    /// This step's number, from 1.
+    pub step: u32,
+    /// Step budget.
+    pub max_steps: u32,
+    /// Earlier steps left out of `history` (the oldest ones).
+    pub omitted_steps: u32,
+    /// The most recent earlier steps, oldest first (the CodeAct step shape: thought, code,
+    /// output, error).
+    pub history: Vec<CodeActStep>,
 }
 
 /// `text_manipulator/system.jinja`: one edit of the focused text field.
@@ -300,6 +336,7 @@ prompts! {
     ManagerSystem => ManagerSystem,
     ExecutorSystem => ExecutorSystem,
     ScripterSystem => ScripterSystem,
+    ScripterUser => ScripterUser,
     TextManipulatorSystem => TextManipulatorSystem,
     TextManipulatorErrorCorrection => TextManipulatorErrorCorrection,
     StructuredOutputSystem => StructuredOutputSystem,

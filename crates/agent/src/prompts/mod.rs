@@ -27,8 +27,8 @@ use serde::Serialize;
 
 pub use context::{
     ActionRecord, CodeActStep, CodeActSystem, CodeActUser, ExecutorSystem, ManagerSystem,
-    PhoneState, ScripterSystem, StructuredOutputSystem, TextManipulatorErrorCorrection,
-    TextManipulatorSystem, UiElement,
+    PhoneState, ScripterFile, ScripterSystem, ScripterUser, StructuredOutputSystem,
+    TextManipulatorErrorCorrection, TextManipulatorSystem, UiElement,
 };
 pub use context::{ConversationTurn, ProducedFile};
 
@@ -45,6 +45,8 @@ pub enum PromptName {
     ExecutorSystem,
     /// `scripter/system.jinja`
     ScripterSystem,
+    /// `scripter/user.jinja`
+    ScripterUser,
     /// `text_manipulator/system.jinja`
     TextManipulatorSystem,
     /// `text_manipulator/error_correction.jinja`
@@ -55,12 +57,13 @@ pub enum PromptName {
 
 impl PromptName {
     /// Every renderable template.
-    pub const ALL: [PromptName; 8] = [
+    pub const ALL: [PromptName; 9] = [
         PromptName::CodeActSystem,
         PromptName::CodeActUser,
         PromptName::ManagerSystem,
         PromptName::ExecutorSystem,
         PromptName::ScripterSystem,
+        PromptName::ScripterUser,
         PromptName::TextManipulatorSystem,
         PromptName::TextManipulatorErrorCorrection,
         PromptName::StructuredOutputSystem,
@@ -74,6 +77,7 @@ impl PromptName {
             PromptName::ManagerSystem => "manager/system.jinja",
             PromptName::ExecutorSystem => "executor/system.jinja",
             PromptName::ScripterSystem => "scripter/system.jinja",
+            PromptName::ScripterUser => "scripter/user.jinja",
             PromptName::TextManipulatorSystem => "text_manipulator/system.jinja",
             PromptName::TextManipulatorErrorCorrection => "text_manipulator/error_correction.jinja",
             PromptName::StructuredOutputSystem => "structured_output/system.jinja",
@@ -111,6 +115,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "scripter/system.jinja",
         include_str!("../../../../prompts/scripter/system.jinja"),
+    ),
+    (
+        "scripter/user.jinja",
+        include_str!("../../../../prompts/scripter/user.jinja"),
     ),
     (
         "text_manipulator/system.jinja",

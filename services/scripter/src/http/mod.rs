@@ -1,0 +1,334 @@
+//! The scripter's HTTP capability: reqwest underneath, redirects followed by hand so that every
+//! hop passes the address policy, a deadline per request, a cap on the body read and a budget
+//! of requests per run.
+//!
+//! Two clients share the work. Hosts on the allow list (with their port, when the entry names
+//! one) go through a client whose resolver resolves only allow-listed names; every other host
+//! goes through a client whose resolver drops refused addresses and refuses a name with none
+//! left. IP-literal URLs never reach a resolver and are checked here before any connection.
+//! No proxy is used, so the vetted address is the one connected to.
+mod request;
+mod resolve;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, LOCATION};
+use reqwest::{Method, StatusCode, Url};
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+pub use request::{HttpRequest, shown};
+pub use resolve::Refusal;
+
+use crate::config::HttpConfig;
+use crate::policy::{AllowList, Host, blocked};
+use request::check_scheme;
+use resolve::{PolicyResolver, chain, find_refusal};
+
+/// Requests one run may still send.
+#[derive(Debug)]
+pub struct Budget {
+    used: AtomicU32,
+    max: u32,
+}
+
+impl Budget {
+    pub fn new(max: u32) -> Self {
+        Self {
+            used: AtomicU32::new(0),
+            max,
+        }
+    }
+
+    /// Requests sent so far.
+    pub fn used(&self) -> u32 {
+        self.used.load(Ordering::Relaxed).min(self.max)
+    }
+
+    fn take(&self) -> Result<(), String> {
+        if self.used.fetch_add(1, Ordering::Relaxed) >= self.max {
+            return Err(format!(
+                "this run has sent {} HTTP requests, its limit; work with the data you have",
+                self.max
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The HTTP clients and policy of one scripter service.
+#[derive(Debug, Clone)]
+pub struct Http {
+    vetted: reqwest::Client,
+    trusted: reqwest::Client,
+    allow: Arc<AllowList>,
+    cfg: HttpConfig,
+}
+
+impl Http {
+    pub fn new(cfg: &HttpConfig) -> Result<Self, String> {
+        droidmesh_llm::install_crypto_provider();
+        let allow = Arc::new(AllowList::new(&cfg.allow_hosts)?);
+        let client = |vet: bool| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(PolicyResolver {
+                    allow: Arc::clone(&allow),
+                    vet,
+                })
+                .user_agent(concat!("droidmesh-scripter/", env!("CARGO_PKG_VERSION")))
+                .pool_max_idle_per_host(4)
+                .pool_idle_timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|e| format!("cannot build the http client: {e}"))
+        };
+        Ok(Self {
+            vetted: client(true)?,
+            trusted: client(false)?,
+            allow,
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// The allow list in effect.
+    pub fn allow_list(&self) -> &AllowList {
+        &self.allow
+    }
+
+    /// Sends `req`, following redirects, and returns the response as the script sees it:
+    /// `{ status, status_text, ok, url, redirected, headers, body | body_base64 }`. Ends by
+    /// `limit` at the latest (the step's deadline); the errors are worded for the script.
+    pub async fn fetch(
+        &self,
+        req: HttpRequest,
+        limit: Instant,
+        budget: &Budget,
+    ) -> Result<Value, String> {
+        let asked = req.timeout.unwrap_or(Duration::MAX);
+        let timeout = asked.min(Duration::from_millis(self.cfg.timeout_ms));
+        let started = Instant::now();
+        let own = started.checked_add(timeout).unwrap_or(limit);
+        let deadline = own.min(limit);
+        let HttpRequest {
+            mut url,
+            mut method,
+            mut headers,
+            mut body,
+            binary,
+            ..
+        } = req;
+        let timed_out = |url: &Url| {
+            let ms = deadline.saturating_duration_since(started).as_millis();
+            if own <= limit {
+                format!("request to {} timed out after {ms} ms", shown(url))
+            } else {
+                format!(
+                    "request to {} was stopped by the step's time limit ({ms} ms were left when it started)",
+                    shown(url)
+                )
+            }
+        };
+        let mut hop = 0u32;
+        loop {
+            let client = self.check(&url)?;
+            budget.take()?;
+            let span = tracing::info_span!(
+                "execute_tool",
+                otel.name = "execute_tool http",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = "http",
+                http.request.method = %method,
+                server.address = url.host_str().unwrap_or_default(),
+                server.port = url.port_or_known_default().unwrap_or_default(),
+                http.response.status_code = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+            );
+            let mut builder = client.request(method.clone(), url.clone());
+            for (k, v) in &headers {
+                builder = builder.header(k, v);
+            }
+            if let Some(b) = &body {
+                builder = builder.body(b.clone());
+            }
+            let sent = tokio::time::timeout_at(deadline, builder.send())
+                .instrument(span.clone())
+                .await;
+            let mut resp = match sent {
+                Err(_) => {
+                    span.record("error.type", "timeout");
+                    return Err(timed_out(&url));
+                }
+                Ok(Err(e)) => {
+                    span.record(
+                        "error.type",
+                        if e.is_connect() { "connect" } else { "request" },
+                    );
+                    return Err(self.describe(&url, &e));
+                }
+                Ok(Ok(r)) => r,
+            };
+            let status = resp.status();
+            span.record("http.response.status_code", status.as_u16());
+            let location = resp.headers().get(LOCATION).and_then(|l| l.to_str().ok());
+            if let (true, Some(location)) = (is_followed(status), location) {
+                let next = url.join(location).map_err(|e| {
+                    format!("{} redirected to an invalid location: {e}", shown(&url))
+                })?;
+                if hop >= self.cfg.max_redirects {
+                    return Err(format!(
+                        "request to {} was redirected more than {} times; the last hop pointed to {}",
+                        shown(&url),
+                        self.cfg.max_redirects,
+                        shown(&next)
+                    ));
+                }
+                check_scheme(&next).map_err(|e| format!("{} redirected to {e}", shown(&url)))?;
+                let to_get = status == StatusCode::SEE_OTHER
+                    || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
+                        && method == Method::POST);
+                if to_get && method != Method::HEAD {
+                    method = Method::GET;
+                    body = None;
+                    headers.retain(|(k, _)| k != CONTENT_TYPE && k != CONTENT_LENGTH);
+                }
+                if next.origin() != url.origin() {
+                    headers.retain(|(k, _)| k != AUTHORIZATION && k != COOKIE);
+                }
+                url = next;
+                hop += 1;
+                continue;
+            }
+            let response_headers = header_map(resp.headers());
+            let bytes = if method == Method::HEAD {
+                Vec::new()
+            } else {
+                let read = read_capped(&mut resp, &url, self.cfg.max_response_bytes);
+                match tokio::time::timeout_at(deadline, read).await {
+                    Ok(r) => r?,
+                    Err(_) => return Err(timed_out(&url)),
+                }
+            };
+            let mut out = json!({
+                "status": status.as_u16(),
+                "status_text": status.canonical_reason().unwrap_or(""),
+                "ok": status.is_success(),
+                "url": url.as_str(),
+                "redirected": hop > 0,
+                "headers": response_headers,
+            });
+            if binary {
+                out["body_base64"] = base64::engine::general_purpose::STANDARD
+                    .encode(&bytes)
+                    .into();
+            } else {
+                out["body"] = String::from_utf8_lossy(&bytes).into_owned().into();
+            }
+            return Ok(out);
+        }
+    }
+
+    /// The client for this hop, or the refusal of its address.
+    fn check(&self, url: &Url) -> Result<&reqwest::Client, String> {
+        check_scheme(url)?;
+        let host = Host::parse(url.host_str().unwrap_or_default());
+        let port = url.port_or_known_default().unwrap_or(0);
+        if self.allow.allows(host, port) {
+            return Ok(&self.trusted);
+        }
+        if let Host::Ip(ip) = host
+            && let Some(kind) = blocked(ip)
+        {
+            return Err(self.refused(
+                url,
+                &Refusal {
+                    name: None,
+                    ip,
+                    kind,
+                },
+            ));
+        }
+        Ok(&self.vetted)
+    }
+
+    fn refused(&self, url: &Url, why: &Refusal) -> String {
+        format!(
+            "request to {} refused: {why}; allowed hosts: {}",
+            shown(url),
+            self.allow.describe()
+        )
+    }
+
+    fn describe(&self, url: &Url, e: &reqwest::Error) -> String {
+        if let Some(r) = find_refusal(e) {
+            return self.refused(url, r);
+        }
+        let what = if e.is_connect() {
+            "could not connect"
+        } else {
+            "failed"
+        };
+        // reqwest's own message names the full URL (query included); its causes do not.
+        let detail = std::error::Error::source(e).map(chain).unwrap_or_default();
+        if detail.is_empty() {
+            format!("request to {} {what}", shown(url))
+        } else {
+            format!("request to {} {what}: {detail}", shown(url))
+        }
+    }
+}
+
+/// Redirect statuses that are followed when they carry a Location.
+fn is_followed(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// Response headers as an object of lower-case names; repeated headers joined with ", ".
+fn header_map(headers: &reqwest::header::HeaderMap) -> Value {
+    let mut map = Map::new();
+    for (k, v) in headers {
+        let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        match map.get_mut(k.as_str()) {
+            Some(Value::String(s)) => {
+                s.push_str(", ");
+                s.push_str(&v);
+            }
+            _ => {
+                map.insert(k.as_str().to_owned(), Value::String(v));
+            }
+        }
+    }
+    Value::Object(map)
+}
+
+/// The body, read chunk by chunk, refused as soon as it passes `cap`.
+async fn read_capped(resp: &mut reqwest::Response, url: &Url, cap: u64) -> Result<Vec<u8>, String> {
+    let too_large = |what: String| {
+        format!(
+            "the response from {} is larger than the limit of {cap} bytes ({what}); ask for less (a smaller page, a filter, a range)",
+            shown(url)
+        )
+    };
+    if let Some(len) = resp.content_length()
+        && len > cap
+    {
+        return Err(too_large(format!("content-length {len}")));
+    }
+    let mut out = Vec::new();
+    loop {
+        let chunk = resp.chunk().await.map_err(|e| {
+            let detail = std::error::Error::source(&e).map(chain).unwrap_or_default();
+            format!("reading the response from {} failed: {detail}", shown(url))
+        })?;
+        let Some(chunk) = chunk else { break };
+        if (out.len() + chunk.len()) as u64 > cap {
+            return Err(too_large(format!("more than {cap} bytes arrived")));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
