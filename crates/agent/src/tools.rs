@@ -12,46 +12,10 @@ use std::{fmt::Write as _, sync::LazyLock};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The JSON type a parameter accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ParamType {
-    /// A finite number (indices and coordinates are whole numbers).
-    Number,
-    /// A string.
-    String,
-    /// `true` or `false`.
-    Boolean,
-    /// A plain object.
-    Object,
-    /// An array.
-    Array,
-}
-
-impl ParamType {
-    /// The type as written in a JavaScript (TypeScript-style) signature.
-    pub fn js_name(self) -> &'static str {
-        match self {
-            ParamType::Number => "number",
-            ParamType::String => "string",
-            ParamType::Boolean => "boolean",
-            ParamType::Object => "object",
-            ParamType::Array => "array",
-        }
-    }
-
-    /// Whether a JSON value has this type.
-    pub fn accepts(self, value: &Value) -> bool {
-        matches!(
-            (self, value),
-            (ParamType::Number, Value::Number(_))
-                | (ParamType::String, Value::String(_))
-                | (ParamType::Boolean, Value::Bool(_))
-                | (ParamType::Object, Value::Object(_))
-                | (ParamType::Array, Value::Array(_))
-        )
-    }
-}
+/// The parameter types of the sandbox, so that what the prompt declares, what executor JSON
+/// is checked against and what the sandbox accepts are one type system (`Integer` refuses
+/// `2.7` everywhere).
+pub use droidmesh_sandbox::ParamType;
 
 /// One parameter of a tool, in call order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -101,16 +65,16 @@ pub enum ToolError {
         param: &'static str,
     },
     /// An argument has the wrong JSON type.
-    #[error("{signature}: argument `{param}` must be a {expected}, found {found}")]
+    #[error("{signature}: argument `{param}` must be {expected}, found {found}")]
     WrongType {
         /// The tool's signature.
         signature: String,
         /// The parameter.
         param: &'static str,
-        /// The expected type.
+        /// The expected type with its article ("an integer").
         expected: &'static str,
-        /// The JSON type found.
-        found: &'static str,
+        /// What was found: its JSON type and, when short, its value (`number 2.7`).
+        found: String,
     },
     /// An argument the tool does not take.
     #[error("{signature}: unexpected argument `{arg}`")]
@@ -178,8 +142,8 @@ const fn opt(name: &'static str, ty: ParamType, description: &'static str) -> Pa
 }
 
 fn table() -> Vec<ToolSpec> {
-    use ParamType::{Boolean, Number, String as Text};
-    let index = req("index", Number, "the element's index in ui_state");
+    use ParamType::{Boolean, Integer, String as Text};
+    let index = req("index", Integer, "the element's index in ui_state");
     let tool = |name, params, returns, description, aliases| ToolSpec {
         name,
         params,
@@ -189,11 +153,11 @@ fn table() -> Vec<ToolSpec> {
     };
     let stroke = |verb: &'static str| {
         vec![
-            req("x1", Number, "start x in screen pixels"),
-            req("y1", Number, "start y in screen pixels"),
-            req("x2", Number, "end x in screen pixels"),
-            req("y2", Number, "end y in screen pixels"),
-            opt("duration_ms", Number, verb),
+            req("x1", Integer, "start x in screen pixels"),
+            req("y1", Integer, "start y in screen pixels"),
+            req("x2", Integer, "end x in screen pixels"),
+            req("y2", Integer, "end y in screen pixels"),
+            opt("duration_ms", Integer, verb),
         ]
     };
     vec![
@@ -207,8 +171,8 @@ fn table() -> Vec<ToolSpec> {
         tool(
             "tap_at",
             vec![
-                req("x", Number, "x in screen pixels"),
-                req("y", Number, "y in screen pixels"),
+                req("x", Integer, "x in screen pixels"),
+                req("y", Integer, "y in screen pixels"),
             ],
             "string",
             "Tap a point on the screen, for targets that have no element of their own.",
@@ -227,7 +191,7 @@ fn table() -> Vec<ToolSpec> {
                 req("text", Text, "the text to type"),
                 opt(
                     "index",
-                    Number,
+                    Integer,
                     "element to focus first; omitted types into the focused field",
                 ),
                 opt(
@@ -283,7 +247,7 @@ fn table() -> Vec<ToolSpec> {
         ),
         tool(
             "wait",
-            vec![req("ms", Number, "milliseconds, at most 10000")],
+            vec![req("ms", Integer, "milliseconds, at most 10000")],
             "void",
             "Pause, for screens that are still loading.",
             &["sleep"],
@@ -345,7 +309,7 @@ fn table() -> Vec<ToolSpec> {
                 req("secret_id", Text, "one of the allowed secret ids"),
                 opt(
                     "index",
-                    Number,
+                    Integer,
                     "element to focus first; omitted types into the focused field",
                 ),
             ],
@@ -446,8 +410,8 @@ impl ToolSpec {
                     return Err(ToolError::WrongType {
                         signature: self.signature(),
                         param: param.name,
-                        expected: param.ty.js_name(),
-                        found: json_type(value),
+                        expected: param.ty.expected(),
+                        found: describe(value),
                     });
                 }
             }
@@ -465,6 +429,18 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// A value as an error message shows it: its type, and the value itself when it is short
+/// (`number 2.7`, `string "3"`).
+fn describe(value: &Value) -> String {
+    let text = value.to_string();
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Array(_) | Value::Object(_) => json_type(value).to_owned(),
+        _ if text.chars().count() > 40 => json_type(value).to_owned(),
+        _ => format!("{} {text}", json_type(value)),
     }
 }
 

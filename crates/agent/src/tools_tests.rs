@@ -177,12 +177,57 @@ fn args_in_order_checks_and_orders() {
             .args_in_order(&args(json!({"index": "3"})))
             .unwrap_err()
             .to_string(),
-        "tap(index: number): string: argument `index` must be a number, found string"
+        "tap(index: number): string: argument `index` must be an integer, found string \"3\""
     );
     assert!(matches!(
         find("home")
             .unwrap()
             .args_in_order(&args(json!({"text": "x"}))),
         Err(ToolError::Unexpected { .. })
+    ));
+}
+
+#[test]
+fn indices_coordinates_and_durations_are_integers() {
+    let tap = find("tap").unwrap();
+    let err = tap.args_in_order(&args(json!({"index": 2.7}))).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ToolError::WrongType { param: "index", expected: "an integer", found, .. }
+                if found == "number 2.7"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "tap(index: number): string: argument `index` must be an integer, found number 2.7"
+    );
+    // A whole number written with a fraction part is still a whole number.
+    assert_eq!(
+        tap.args_in_order(&args(json!({"index": 3.0}))).unwrap(),
+        vec![json!(3.0)]
+    );
+    let integers = [
+        ("tap", "index"),
+        ("tap_at", "x"),
+        ("tap_at", "y"),
+        ("long_press", "index"),
+        ("type_text", "index"),
+        ("swipe", "x1"),
+        ("swipe", "duration_ms"),
+        ("drag", "y2"),
+        ("wait", "ms"),
+        ("type_secret", "index"),
+    ];
+    for (tool, param) in integers {
+        let spec = find(tool).unwrap();
+        let p = spec.params.iter().find(|p| p.name == param).unwrap();
+        assert_eq!(p.ty, ParamType::Integer, "{tool}.{param}");
+    }
+    let swipe = find("swipe").unwrap();
+    assert!(matches!(
+        swipe.args_in_order(&args(json!({"x1": 1, "y1": 2, "x2": 3, "y2": 4.5}))),
+        Err(ToolError::WrongType { param: "y2", .. })
     ));
 }

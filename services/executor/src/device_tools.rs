@@ -16,7 +16,7 @@ use droidmesh_proto::v1::{
     tap_request,
 };
 use droidmesh_runtime::TracedChannel;
-use droidmesh_sandbox::{HostFunction, ParamSpec, ParamType};
+use droidmesh_sandbox::{HostFunction, ParamSpec};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -79,16 +79,6 @@ impl ToolCtx {
     }
 }
 
-fn map_type(t: agent_tools::ParamType) -> ParamType {
-    match t {
-        agent_tools::ParamType::Number => ParamType::Number,
-        agent_tools::ParamType::String => ParamType::String,
-        agent_tools::ParamType::Boolean => ParamType::Boolean,
-        agent_tools::ParamType::Object => ParamType::Object,
-        agent_tools::ParamType::Array => ParamType::Array,
-    }
-}
-
 /// The sandbox functions for `tools`, bound to `ctx`.
 pub fn host_functions(tools: &[ToolSpec], ctx: &Arc<ToolCtx>) -> Vec<HostFunction> {
     tools
@@ -102,9 +92,9 @@ pub fn host_functions(tools: &[ToolSpec], ctx: &Arc<ToolCtx>) -> Vec<HostFunctio
             });
             for p in &spec.params {
                 f = f.param(if p.required {
-                    ParamSpec::required(p.name, map_type(p.ty), p.description)
+                    ParamSpec::required(p.name, p.ty, p.description)
                 } else {
-                    ParamSpec::optional(p.name, map_type(p.ty), p.description)
+                    ParamSpec::optional(p.name, p.ty, p.description)
                 });
             }
             f
@@ -112,10 +102,15 @@ pub fn host_functions(tools: &[ToolSpec], ctx: &Arc<ToolCtx>) -> Vec<HostFunctio
         .collect()
 }
 
+/// A whole-number argument (the tool table declares them `Integer`, so the sandbox and
+/// `args_in_order` have refused fractions already; nothing is rounded here).
 fn num(args: &[Value], i: usize) -> Option<i64> {
-    args.get(i)
-        .and_then(Value::as_f64)
-        .map(|v| v.round() as i64)
+    let v = args.get(i)?;
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0)
+            .map(|f| f as i64)
+    })
 }
 
 fn u32_arg(args: &[Value], i: usize, what: &str) -> Result<u32, String> {

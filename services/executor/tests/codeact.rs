@@ -244,3 +244,26 @@ async fn the_step_budget_and_repeated_failures_end_runs() {
         "401 is neither retried nor repeated"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fractional_index_is_a_type_error_the_model_sees() {
+    let rig = rig(vec![
+        reply("```js\ntap(2.7)\n```"),
+        reply("```js\ncomplete(false, 'gave up')\n```"),
+    ])
+    .await;
+    let events = run(&rig, "Tap something", 5).await;
+    assert_eq!(finished(&events).steps, 2);
+    let second = user_prompt(&rig, 1);
+    assert!(
+        second.contains("TypeError") && second.contains("`index` must be an integer"),
+        "{second}"
+    );
+    // Nothing was rounded and tapped: the call never reached the tool.
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.kind, Some(agent_event::Kind::ToolCall(c)) if c.tool == "tap")),
+        "{events:#?}"
+    );
+}
