@@ -231,3 +231,28 @@ fn indices_coordinates_and_durations_are_integers() {
         Err(ToolError::WrongType { param: "y2", .. })
     ));
 }
+
+#[test]
+fn every_tool_has_its_entry_in_declaration_order() {
+    assert_eq!(device_tools().len(), Tool::ALL.len());
+    for (i, tool) in Tool::ALL.iter().enumerate() {
+        assert_eq!(
+            *tool as usize, i,
+            "Tool::ALL is out of declaration order at {tool}"
+        );
+        let spec = tool.spec();
+        assert_eq!((spec.tool, spec.name), (*tool, tool.name()));
+        assert_eq!(find(tool.name()).map(|s| s.tool), Some(*tool));
+        assert_eq!(
+            serde_json::to_value(tool).unwrap(),
+            Value::String(tool.name().to_owned())
+        );
+    }
+    assert_eq!(find("click").map(|s| s.tool), Some(Tool::Tap));
+    let atomic: Vec<&str> = Tool::ALL
+        .iter()
+        .filter(|t| t.is_atomic())
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(atomic, ATOMIC_ACTIONS);
+}

@@ -24,7 +24,8 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use crate::config::ExecutorConfig;
-use crate::device_tools::{ToolCtx, host_functions};
+use crate::device_tools::ToolCtx;
+use crate::sandbox_tools::{SandboxTools, host_functions};
 
 /// A message from the gateway during the run.
 #[derive(Debug)]
@@ -133,12 +134,9 @@ impl Run {
                     .map(|v| (id.clone(), v.clone()))
             })
             .collect();
-        let ctx = Arc::new(ToolCtx::new(
-            tokio::runtime::Handle::current(),
-            self.device.clone(),
-            lease,
+        let tools_bridge = Arc::new(SandboxTools::new(
+            ToolCtx::new(self.device.clone(), lease, secrets, AGENT),
             self.events.clone(),
-            secrets,
         ));
         let limits = SandboxLimits {
             wall_clock: Duration::from_millis(self.cfg.step_timeout_ms),
@@ -146,7 +144,7 @@ impl Run {
             ..SandboxLimits::default()
         };
         let mut caps = Capabilities::new();
-        for f in host_functions(&tools, &ctx) {
+        for f in host_functions(&tools, &tools_bridge) {
             caps = caps.function(f);
         }
         let session = match Session::new(limits, caps) {
@@ -353,7 +351,7 @@ impl Run {
                     }
                 }
             }
-            let signals = ctx.take_signals();
+            let signals = tools_bridge.ctx().take_signals();
             memory.extend(signals.memory);
             if let Some(e) = &record.error {
                 failures += 1;

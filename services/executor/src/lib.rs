@@ -4,6 +4,7 @@
 pub mod codeact;
 pub mod config;
 pub mod device_tools;
+pub mod sandbox_tools;
 pub mod service;
 
 use std::collections::HashMap;
