@@ -4,6 +4,8 @@
 pub mod codeact;
 pub mod config;
 pub mod device_tools;
+pub mod model;
+pub mod observe;
 pub mod sandbox_tools;
 pub mod service;
 
