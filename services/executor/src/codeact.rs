@@ -122,31 +122,6 @@ impl Run {
             .await;
     }
 
-    fn target(&self) -> Result<ChatTarget, String> {
-        let o = self.start.llm.clone().unwrap_or_default();
-        if o.provider.is_empty()
-            && o.model.is_empty()
-            && o.temperature.is_none()
-            && o.max_tokens.is_none()
-        {
-            return Ok(ChatTarget::from(AGENT));
-        }
-        let mut p = self.llm.profile(AGENT).map_err(|e| e.to_string())?;
-        if !o.provider.is_empty() {
-            p.provider = o.provider;
-        }
-        if !o.model.is_empty() {
-            p.model = o.model;
-        }
-        if let Some(t) = o.temperature {
-            p.temperature = Some(t as f32);
-        }
-        if let Some(m) = o.max_tokens {
-            p.max_tokens = Some(m);
-        }
-        Ok(ChatTarget::Direct(p))
-    }
-
     async fn run_loop(&mut self, usage: &mut TokenUsage) -> Flow<Outcome> {
         let setup = self.setup().map_err(|e| Halt::Failed(0, e))?;
         let mut progress = Progress {
@@ -210,7 +185,8 @@ impl Run {
             .render(&system)
             .map_err(|e| format!("the codeact system prompt does not render: {e}"))?;
         let target = self
-            .target()
+            .llm
+            .target_for_request(AGENT, self.start.llm.as_ref())
             .map_err(|e| format!("the model override is not usable: {e}"))?;
         Ok(Setup {
             session,

@@ -4,6 +4,7 @@
 pub mod codeact;
 pub mod config;
 pub mod device_tools;
+pub mod error;
 pub mod model;
 pub mod observe;
 pub mod sandbox_tools;
@@ -13,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use config::ExecutorConfig;
+pub use error::{ExecutorError, to_status};
 pub use service::Executor;
 
 use droidmesh_agent::prompts::PromptSet;

@@ -10,7 +10,7 @@ use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
 use droidmesh_proto::v1::{
     AcquireLeaseRequest, AgentEvent, AgentFinished, CodeActInput, CodeActStart, DeviceBinding,
-    LeaseRef, agent_event, code_act_input,
+    LeaseRef, LlmOverride, agent_event, code_act_input,
 };
 use droidmesh_sim::{SimFleet, SimOptions};
 use tokio_stream::StreamExt;
@@ -72,6 +72,16 @@ async fn rig(script: Vec<MockResponse>) -> Rig {
 
 /// Leases the device and runs a CodeAct task to its end; returns every event.
 async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
+    run_with(rig, goal, max_steps, |_| {}).await
+}
+
+/// [`run`] with the start message adjusted.
+async fn run_with(
+    rig: &Rig,
+    goal: &str,
+    max_steps: u32,
+    adjust: impl FnOnce(&mut CodeActStart),
+) -> Vec<AgentEvent> {
     let mut device = DeviceServiceClient::connect(rig.device_ep.clone())
         .await
         .unwrap();
@@ -98,6 +108,8 @@ async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
         max_steps,
         ..CodeActStart::default()
     };
+    let mut start = start;
+    adjust(&mut start);
     let input = tokio_stream::iter(vec![CodeActInput {
         kind: Some(code_act_input::Kind::Start(start)),
     }])
@@ -266,4 +278,24 @@ async fn a_fractional_index_is_a_type_error_the_model_sees() {
             .any(|e| matches!(&e.kind, Some(agent_event::Kind::ToolCall(c)) if c.tool == "tap")),
         "{events:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_override_naming_an_unknown_provider_ends_the_run_before_any_call() {
+    let rig = rig(vec![reply("```js\ncomplete(true, 'no')\n```")]).await;
+    let events = run_with(&rig, "Anything", 5, |s| {
+        s.llm = Some(LlmOverride {
+            provider: "nowhere".into(),
+            ..LlmOverride::default()
+        });
+    })
+    .await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert!(
+        done.answer.contains("the model override is not usable") && done.answer.contains("nowhere"),
+        "{}",
+        done.answer
+    );
+    assert_eq!(rig.llm.request_count(), 0);
 }
