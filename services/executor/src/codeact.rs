@@ -424,17 +424,17 @@ impl Run {
                 ),
             ));
         }
-        if let Some(question) = signals.help {
+        if let Some((reason, instructions)) = signals.help {
             self.emit(agent_event::Kind::HumanHelp(HumanHelpRequest {
                 agent: AGENT.into(),
-                reason: question,
-                instructions: String::new(),
+                reason,
+                instructions,
             }))
             .await?;
             match self.wait_for_human().await {
                 Ok(reply) => progress
                     .notes
-                    .push(format!("A human answered your question: {reply}")),
+                    .push(format!("A human answered your request for help: {reply}")),
                 Err(why) => return Err(Halt::Failed(step, why)),
             }
         }

@@ -28,7 +28,8 @@ pub const MAX_WAIT_MS: i64 = 10_000;
 #[derive(Debug, Default, Clone)]
 pub struct Signals {
     pub complete: Option<(bool, String)>,
-    pub help: Option<String>,
+    /// A request for a person: the reason, and instructions (may be empty).
+    pub help: Option<(String, String)>,
     pub memory: Vec<String>,
 }
 
@@ -178,8 +179,8 @@ impl ToolCtx {
                 ))
             }
             Tool::RequestHumanHelp => {
-                let question = text(a, 0);
-                self.signal(|s| s.help = Some(question));
+                let (reason, instructions) = (text(a, 0), text(a, 1));
+                self.signal(|s| s.help = Some((reason, instructions)));
                 Ok((
                     self.ok("asked a human for help"),
                     Value::String("a human will answer before the next step".into()),

@@ -35,6 +35,17 @@ fn reply(text: &str) -> MockResponse {
 }
 
 async fn rig(script: Vec<MockResponse>) -> Rig {
+    rig_with(
+        script,
+        ExecutorConfig {
+            step_timeout_ms: 5_000,
+            ..ExecutorConfig::default()
+        },
+    )
+    .await
+}
+
+async fn rig_with(script: Vec<MockResponse>, cfg: ExecutorConfig) -> Rig {
     let fleet = droidmesh_sim::start(SimOptions {
         base_port: 0,
         devices: 1,
@@ -55,10 +66,6 @@ async fn rig(script: Vec<MockResponse>) -> Rig {
         llm.url()
     );
     let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
-    let cfg = ExecutorConfig {
-        step_timeout_ms: 5_000,
-        ..ExecutorConfig::default()
-    };
     let exec = executor_service(cfg, client, device_ep.clone(), Default::default()).unwrap();
     let exec_ep = serve(tonic::transport::Server::builder().add_service(exec)).await;
     let executor = ExecutorServiceClient::connect(exec_ep).await.unwrap();
@@ -72,7 +79,7 @@ async fn rig(script: Vec<MockResponse>) -> Rig {
 
 /// Leases the device and runs a CodeAct task to its end; returns every event.
 async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
-    run_with(rig, goal, max_steps, |_| {}).await
+    run_with(rig, goal, max_steps, None, |_| {}).await
 }
 
 /// [`run`] with the start message adjusted.
@@ -80,6 +87,7 @@ async fn run_with(
     rig: &Rig,
     goal: &str,
     max_steps: u32,
+    human: Option<&str>,
     adjust: impl FnOnce(&mut CodeActStart),
 ) -> Vec<AgentEvent> {
     let mut device = DeviceServiceClient::connect(rig.device_ep.clone())
@@ -110,17 +118,28 @@ async fn run_with(
     };
     let mut start = start;
     adjust(&mut start);
-    let input = tokio_stream::iter(vec![CodeActInput {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tx.send(CodeActInput {
         kind: Some(code_act_input::Kind::Start(start)),
-    }])
-    .chain(tokio_stream::pending());
+    })
+    .await
+    .unwrap();
     let mut exec = rig.executor.clone();
+    let input = tokio_stream::wrappers::ReceiverStream::new(rx);
     let mut stream = exec.run_code_act(input).await.unwrap().into_inner();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, stream.next()).await {
         let ev = ev.unwrap();
         let done = matches!(ev.kind, Some(agent_event::Kind::Finished(_)));
+        // A test's human answers every request for help, when the task asks for one.
+        if let (Some(agent_event::Kind::HumanHelp(_)), Some(answer)) = (&ev.kind, human) {
+            tx.send(CodeActInput {
+                kind: Some(code_act_input::Kind::HumanReply(answer.into())),
+            })
+            .await
+            .unwrap();
+        }
         events.push(ev);
         if done {
             break;
@@ -283,7 +302,7 @@ async fn a_fractional_index_is_a_type_error_the_model_sees() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_override_naming_an_unknown_provider_ends_the_run_before_any_call() {
     let rig = rig(vec![reply("```js\ncomplete(true, 'no')\n```")]).await;
-    let events = run_with(&rig, "Anything", 5, |s| {
+    let events = run_with(&rig, "Anything", 5, None, |s| {
         s.llm = Some(LlmOverride {
             provider: "nowhere".into(),
             ..LlmOverride::default()
@@ -298,4 +317,54 @@ async fn a_model_override_naming_an_unknown_provider_ends_the_run_before_any_cal
         done.answer
     );
     assert_eq!(rig.llm.request_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_help_carries_reason_and_instructions_and_the_reply_reaches_the_model() {
+    let rig = rig(vec![
+        reply("```js\nrequest_human_help('the app asks for a login code', 'read the code from the SMS and send it')\n```"),
+        reply("```js\ncomplete(true, 'logged in')\n```"),
+    ])
+    .await;
+    let events = run_with(&rig, "Log in", 5, Some("the code is 4711"), |_| {}).await;
+    let done = finished(&events);
+    assert!(done.success, "{done:?}");
+    let help: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(agent_event::Kind::HumanHelp(h)) => Some(h.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(help.len(), 1, "{events:#?}");
+    assert_eq!(help[0].agent, "codeact");
+    assert_eq!(help[0].reason, "the app asks for a login code");
+    assert_eq!(
+        help[0].instructions,
+        "read the code from the SMS and send it"
+    );
+    let second = user_prompt(&rig, 1);
+    assert!(second.contains("the code is 4711"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_help_nobody_answers_ends_the_run_at_the_deadline() {
+    let rig = rig_with(
+        vec![reply("```js\nrequest_human_help('a CAPTCHA')\n```")],
+        ExecutorConfig {
+            step_timeout_ms: 5_000,
+            human_wait_ms: 1_000,
+            ..ExecutorConfig::default()
+        },
+    )
+    .await;
+    let events = run(&rig, "Sign up", 5).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert_eq!(done.answer, "no human answered within 1 s");
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        Some(agent_event::Kind::HumanHelp(h)) if h.reason == "a CAPTCHA" && h.instructions.is_empty()
+    )));
+    assert_eq!(rig.llm.request_count(), 1);
 }

@@ -159,14 +159,22 @@ pub(super) fn spec(tool: Tool) -> ToolSpec {
             &["finish", "done"],
         ),
         Tool::RequestHumanHelp => entry(
-            vec![req(
-                "question",
-                Text,
-                "what you need a person to do or answer",
-            )],
+            vec![
+                req(
+                    "reason",
+                    Text,
+                    "what blocks you that only a person can resolve (a CAPTCHA, a login code, \
+                     a choice only the user can make)",
+                ),
+                opt(
+                    "instructions",
+                    Text,
+                    "what the person should do or answer, step by step",
+                ),
+            ],
             "string",
-            "Ask a person for help (a CAPTCHA, a login code, a choice only the user can make). \
-             The task pauses until they reply; returns their reply.",
+            "Ask a person for help. The task pauses after this step until they reply; their \
+             reply is shown to you at the next step.",
             &["ask_human", "human_help"],
         ),
         Tool::TypeSecret => entry(
