@@ -27,7 +27,7 @@ use tonic::Status;
 
 use crate::config::ExecutorConfig;
 use crate::device_tools::ToolCtx;
-use crate::model::{is_unusable, usage_report};
+use crate::model::{allowed_secrets, is_unusable, usage_report};
 use crate::observe::{Observed, observe};
 use crate::sandbox_tools::{SandboxTools, host_functions};
 
@@ -146,17 +146,7 @@ impl Run {
         let serial = lease.serial.clone();
         let tools =
             agent_tools::select(&self.start.tools).map_err(|e| format!("bad tool list: {e}"))?;
-        let secrets: HashMap<String, String> = self
-            .start
-            .secret_ids
-            .iter()
-            // Ids are case-insensitive (env names are upper case): `PIN` is DROIDMESH_SECRET_PIN.
-            .filter_map(|id| {
-                self.secrets
-                    .get(&id.to_ascii_lowercase())
-                    .map(|v| (id.clone(), v.clone()))
-            })
-            .collect();
+        let secrets = allowed_secrets(&self.secrets, &self.start.secret_ids);
         let bridge = Arc::new(SandboxTools::new(
             ToolCtx::new(self.device.clone(), lease, secrets, AGENT),
             self.events.clone(),

@@ -9,6 +9,7 @@ pub mod model;
 pub mod observe;
 pub mod sandbox_tools;
 pub mod service;
+mod subgoal;
 
 use std::collections::HashMap;
 use std::sync::Arc;

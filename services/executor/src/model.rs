@@ -1,7 +1,10 @@
-//! What CodeAct and `ExecuteSubgoal` share about model calls: which failures no retry can fix,
-//! and the usage report of one call.
-use droidmesh_llm::{ChatResponse, ChatTarget, LlmClient, LlmError};
-use droidmesh_proto::v1::{TokenUsage, UsageReport};
+//! What CodeAct and `ExecuteSubgoal` share around a model call: which failures no retry can
+//! fix, the usage report of one call, how to name the model in errors, and which secrets a
+//! request may use.
+use std::collections::HashMap;
+
+use droidmesh_llm::{ChatResponse, LlmClient, LlmError};
+use droidmesh_proto::v1::{LlmOverride, TokenUsage, UsageReport};
 
 /// Errors another call cannot fix: a missing or refused key, a bad configuration, a replay with
 /// no answers left.
@@ -33,15 +36,31 @@ pub fn usage_report(agent: &str, r: &ChatResponse) -> UsageReport {
     }
 }
 
-/// The model a target names, as `provider/model`, for error messages.
-pub fn describe_target(llm: &LlmClient, target: &ChatTarget) -> String {
-    let profile = match target {
-        ChatTarget::Direct(p) => Some(p.clone()),
-        ChatTarget::Profile(name) => llm.profile(name).ok(),
+/// The model an agent uses for one request, as `provider/model`, for error messages: the
+/// agent's profile with the request's override applied.
+pub fn describe_model(llm: &LlmClient, profile: &str, ov: Option<&LlmOverride>) -> String {
+    let chosen = |o: Option<&String>, p: &str| {
+        o.filter(|s| !s.trim().is_empty())
+            .cloned()
+            .unwrap_or_else(|| p.to_owned())
     };
-    match (profile, target) {
-        (Some(p), _) => format!("{}/{}", p.provider, p.model),
-        (None, ChatTarget::Profile(name)) => format!("profile `{name}`"),
-        (None, ChatTarget::Direct(_)) => "an unknown model".into(),
+    match llm.profile(profile) {
+        Ok(p) => format!(
+            "{}/{}",
+            chosen(ov.map(|o| &o.provider), &p.provider),
+            chosen(ov.map(|o| &o.model), &p.model)
+        ),
+        Err(_) => format!("profile `{profile}`, not configured"),
     }
+}
+
+/// The secrets a request may type: those of `ids` the executor holds (ids are
+/// case-insensitive; `PIN` is DROIDMESH_SECRET_PIN).
+pub fn allowed_secrets(held: &HashMap<String, String>, ids: &[String]) -> HashMap<String, String> {
+    ids.iter()
+        .filter_map(|id| {
+            held.get(&id.to_ascii_lowercase())
+                .map(|v| (id.clone(), v.clone()))
+        })
+        .collect()
 }

@@ -21,6 +21,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::codeact::{Run, Steer};
 use crate::config::ExecutorConfig;
 use crate::error::{ExecutorError, to_status};
+use crate::subgoal::execute_subgoal;
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<AgentEvent, Status>> + Send>>;
 
@@ -46,11 +47,21 @@ impl ExecutorService for Executor {
 
     async fn execute_subgoal(
         &self,
-        _r: Request<ExecuteSubgoalRequest>,
+        r: Request<ExecuteSubgoalRequest>,
     ) -> Result<Response<ExecuteSubgoalResponse>, Status> {
-        Err(Status::unimplemented(
-            "reasoning mode (ExecuteSubgoal) is not served by this executor yet",
-        ))
+        let req = r.into_inner();
+        // Under the RPC's span, so the device calls join the caller's trace.
+        let span = tracing::info_span!(
+            "invoke_agent executor",
+            task = %req.task_id,
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = "executor",
+        );
+        execute_subgoal(self, req)
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
     }
 }
 

@@ -2,80 +2,16 @@
 //! service; errors go back to the model; variables persist; budgets end runs.
 use std::time::Duration;
 
-use droidmesh_device::{DeviceConfig, device_service};
-use droidmesh_executor::{ExecutorConfig, executor_service};
-use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
-use droidmesh_llm::{LlmClient, LlmConfig, WireFormat};
+use droidmesh_executor::ExecutorConfig;
+use droidmesh_llm::testkit::MockResponse;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
-use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
 use droidmesh_proto::v1::{
     AcquireLeaseRequest, AgentEvent, AgentFinished, CodeActInput, CodeActStart, DeviceBinding,
     LeaseRef, LlmOverride, agent_event, code_act_input,
 };
-use droidmesh_sim::{SimFleet, SimOptions};
 use tokio_stream::StreamExt;
-use tonic::transport::server::TcpIncoming;
 
-struct Rig {
-    fleet: SimFleet,
-    llm: MockLlmServer,
-    device_ep: String,
-    executor: ExecutorServiceClient<tonic::transport::Channel>,
-}
-
-async fn serve(router: tonic::transport::server::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(router.serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true))));
-    format!("http://{addr}")
-}
-
-fn reply(text: &str) -> MockResponse {
-    MockResponse::success(WireFormat::Openai, text, "scripted-model", 500, 40)
-}
-
-async fn rig(script: Vec<MockResponse>) -> Rig {
-    rig_with(
-        script,
-        ExecutorConfig {
-            step_timeout_ms: 5_000,
-            ..ExecutorConfig::default()
-        },
-    )
-    .await
-}
-
-async fn rig_with(script: Vec<MockResponse>, cfg: ExecutorConfig) -> Rig {
-    let fleet = droidmesh_sim::start(SimOptions {
-        base_port: 0,
-        devices: 1,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let device = device_service(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![fleet.addrs()[0].to_string()],
-        ..DeviceConfig::default()
-    })
-    .unwrap();
-    let device_ep = serve(tonic::transport::Server::builder().add_service(device)).await;
-    let llm = MockLlmServer::start(script).await.unwrap();
-    let toml = format!(
-        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.codeact]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
-        llm.url()
-    );
-    let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
-    let exec = executor_service(cfg, client, device_ep.clone(), Default::default()).unwrap();
-    let exec_ep = serve(tonic::transport::Server::builder().add_service(exec)).await;
-    let executor = ExecutorServiceClient::connect(exec_ep).await.unwrap();
-    Rig {
-        fleet,
-        llm,
-        device_ep,
-        executor,
-    }
-}
+use crate::rig::{Rig, reply, rig, rig_with};
 
 /// Leases the device and runs a CodeAct task to its end; returns every event.
 async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
