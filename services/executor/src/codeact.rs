@@ -4,9 +4,9 @@
 //! output or error into the history the model sees next. Ends on `complete(...)`, a stop, too
 //! many consecutive failures, or the step budget.
 //!
-//! A step is five methods: [`Run::observe`], [`Run::prompt`], [`Run::call`],
-//! [`Run::execute`] and [`Run::record`]; observing the device and dispatching tools are shared
-//! with `ExecuteSubgoal` ([`crate::observe`], [`crate::device_tools`]).
+//! A step is five methods of `Run`: `observe`, `prompt`, `call`, `execute` and `record`;
+//! observing the device and dispatching tools are shared with `ExecuteSubgoal`
+//! ([`crate::observe`], [`crate::device_tools`]).
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The device tools' implementations: one async dispatcher with a handler per
-//! [`Tool`](droidmesh_agent::tools::Tool), calling the device service under the task's lease.
+//! [`Tool`], calling the device service under the task's lease.
 //!
 //! It is the one registry both modes use: CodeAct reaches it from the sandbox's thread through
 //! [`crate::sandbox_tools`], `ExecuteSubgoal` awaits it directly. The `match` over `Tool` is

@@ -1,5 +1,7 @@
 //! `droidmesh.v1.ExecutorService`: `RunCodeAct` holds one task's JavaScript session for the
-//! length of the call and streams its events; later input messages steer it.
+//! length of the call and streams its events; later input messages steer it. `ExecuteSubgoal`
+//! performs one subgoal under an `invoke_agent executor` span, so its device calls join the
+//! caller's trace. Request errors become statuses in [`crate::error::to_status`] only.
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
