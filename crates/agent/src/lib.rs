@@ -1,7 +1,8 @@
 //! What the agents share: the tool registry, prompt templates and parsers for model output.
 //!
-//! - [`tools`]: the CodeAct device tools as one table; prompts render it with
-//!   [`tools::js_signatures`] and the executor builds its sandbox functions from it.
+//! - [`tools`]: the device tools as one table keyed by [`tools::Tool`]; prompts render it with
+//!   [`tools::js_signatures`] (CodeAct) and [`tools::json_actions`] (reasoning mode), and the
+//!   executor builds its sandbox functions and checks JSON actions against it.
 //! - [`prompts`]: the minijinja templates under `prompts/` (embedded, overridable from a folder,
 //!   strict about undefined variables) and a typed context per template.
 //! - [`parse`]: readers for CodeAct code, Manager tags, Executor actions and structured output.

@@ -5,53 +5,18 @@
 //! the model is told and what the sandbox accepts cannot drift apart. Reasoning mode's executor
 //! writes one action as JSON (`{"action": "tap", "index": 3}`); its action names and argument
 //! names are the tool names and parameter names of this table ([`json_actions`],
-//! [`ToolSpec::args_in_order`]).
+//! [`ToolSpec::args_in_order`]). Each entry carries its [`Tool`], the enum executors dispatch
+//! on, so a name is resolved once ([`find`]) and never matched as a string again.
 
 use std::{fmt::Write as _, sync::LazyLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The JSON type a parameter accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ParamType {
-    /// A finite number (indices and coordinates are whole numbers).
-    Number,
-    /// A string.
-    String,
-    /// `true` or `false`.
-    Boolean,
-    /// A plain object.
-    Object,
-    /// An array.
-    Array,
-}
-
-impl ParamType {
-    /// The type as written in a JavaScript (TypeScript-style) signature.
-    pub fn js_name(self) -> &'static str {
-        match self {
-            ParamType::Number => "number",
-            ParamType::String => "string",
-            ParamType::Boolean => "boolean",
-            ParamType::Object => "object",
-            ParamType::Array => "array",
-        }
-    }
-
-    /// Whether a JSON value has this type.
-    pub fn accepts(self, value: &Value) -> bool {
-        matches!(
-            (self, value),
-            (ParamType::Number, Value::Number(_))
-                | (ParamType::String, Value::String(_))
-                | (ParamType::Boolean, Value::Bool(_))
-                | (ParamType::Object, Value::Object(_))
-                | (ParamType::Array, Value::Array(_))
-        )
-    }
-}
+/// The parameter types of the sandbox, so that what the prompt declares, what executor JSON
+/// is checked against and what the sandbox accepts are one type system (`Integer` refuses
+/// `2.7` everywhere).
+pub use droidmesh_sandbox::ParamType;
 
 /// One parameter of a tool, in call order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,9 +31,111 @@ pub struct ParamSpec {
     pub description: &'static str,
 }
 
+/// Every device tool, as a value: what executors dispatch on. Its name is the sandbox
+/// function's name and the `action` of executor JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    /// `tap(index)`
+    Tap,
+    /// `tap_at(x, y)`
+    TapAt,
+    /// `long_press(index)`
+    LongPress,
+    /// `type_text(text, index?, clear?)`
+    TypeText,
+    /// `press_key(key)`
+    PressKey,
+    /// `back()`
+    Back,
+    /// `home()`
+    Home,
+    /// `swipe(x1, y1, x2, y2, duration_ms?)`
+    Swipe,
+    /// `drag(x1, y1, x2, y2, duration_ms?)`
+    Drag,
+    /// `wait(ms)`
+    Wait,
+    /// `open_app(name_or_package)`
+    OpenApp,
+    /// `list_packages()`
+    ListPackages,
+    /// `remember(note)`
+    Remember,
+    /// `complete(success, reason)`
+    Complete,
+    /// `request_human_help(...)`
+    RequestHumanHelp,
+    /// `type_secret(secret_id, index?)`
+    TypeSecret,
+}
+
+impl Tool {
+    /// Every tool, in declaration order (the order prompts list them).
+    pub const ALL: [Tool; 16] = [
+        Tool::Tap,
+        Tool::TapAt,
+        Tool::LongPress,
+        Tool::TypeText,
+        Tool::PressKey,
+        Tool::Back,
+        Tool::Home,
+        Tool::Swipe,
+        Tool::Drag,
+        Tool::Wait,
+        Tool::OpenApp,
+        Tool::ListPackages,
+        Tool::Remember,
+        Tool::Complete,
+        Tool::RequestHumanHelp,
+        Tool::TypeSecret,
+    ];
+
+    /// The tool's name: the sandbox function and the executor JSON `action`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Tap => "tap",
+            Tool::TapAt => "tap_at",
+            Tool::LongPress => "long_press",
+            Tool::TypeText => "type_text",
+            Tool::PressKey => "press_key",
+            Tool::Back => "back",
+            Tool::Home => "home",
+            Tool::Swipe => "swipe",
+            Tool::Drag => "drag",
+            Tool::Wait => "wait",
+            Tool::OpenApp => "open_app",
+            Tool::ListPackages => "list_packages",
+            Tool::Remember => "remember",
+            Tool::Complete => "complete",
+            Tool::RequestHumanHelp => "request_human_help",
+            Tool::TypeSecret => "type_secret",
+        }
+    }
+
+    /// The tool's table entry.
+    pub fn spec(self) -> &'static ToolSpec {
+        // The table is built from `ALL`, whose order is the declaration order (a test checks).
+        &device_tools()[self as usize]
+    }
+
+    /// Whether reasoning mode's executor may choose it (see [`ATOMIC_ACTIONS`]).
+    pub fn is_atomic(self) -> bool {
+        ATOMIC_ACTIONS.contains(&self.name())
+    }
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One device tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolSpec {
+    /// Which tool this is.
+    pub tool: Tool,
     /// The global function name in the sandbox and the `action` name in executor JSON.
     pub name: &'static str,
     /// Parameters in call order.
@@ -101,16 +168,16 @@ pub enum ToolError {
         param: &'static str,
     },
     /// An argument has the wrong JSON type.
-    #[error("{signature}: argument `{param}` must be a {expected}, found {found}")]
+    #[error("{signature}: argument `{param}` must be {expected}, found {found}")]
     WrongType {
         /// The tool's signature.
         signature: String,
         /// The parameter.
         param: &'static str,
-        /// The expected type.
+        /// The expected type with its article ("an integer").
         expected: &'static str,
-        /// The JSON type found.
-        found: &'static str,
+        /// What was found: its JSON type and, when short, its value (`number 2.7`).
+        found: String,
     },
     /// An argument the tool does not take.
     #[error("{signature}: unexpected argument `{arg}`")]
@@ -159,204 +226,8 @@ pub const ATOMIC_ACTIONS: &[&str] = &[
     "type_secret",
 ];
 
-const fn req(name: &'static str, ty: ParamType, description: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        ty,
-        required: true,
-        description,
-    }
-}
-
-const fn opt(name: &'static str, ty: ParamType, description: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        ty,
-        required: false,
-        description,
-    }
-}
-
-fn table() -> Vec<ToolSpec> {
-    use ParamType::{Boolean, Number, String as Text};
-    let index = req("index", Number, "the element's index in ui_state");
-    let tool = |name, params, returns, description, aliases| ToolSpec {
-        name,
-        params,
-        returns,
-        description,
-        aliases,
-    };
-    let stroke = |verb: &'static str| {
-        vec![
-            req("x1", Number, "start x in screen pixels"),
-            req("y1", Number, "start y in screen pixels"),
-            req("x2", Number, "end x in screen pixels"),
-            req("y2", Number, "end y in screen pixels"),
-            opt("duration_ms", Number, verb),
-        ]
-    };
-    vec![
-        tool(
-            "tap",
-            vec![index.clone()],
-            "string",
-            "Tap the centre of an element. Returns what was tapped.",
-            &["click", "tap_by_index", "click_by_index"],
-        ),
-        tool(
-            "tap_at",
-            vec![
-                req("x", Number, "x in screen pixels"),
-                req("y", Number, "y in screen pixels"),
-            ],
-            "string",
-            "Tap a point on the screen, for targets that have no element of their own.",
-            &["click_at", "tap_coordinates"],
-        ),
-        tool(
-            "long_press",
-            vec![index.clone()],
-            "string",
-            "Press and hold an element for about a second (context menus, selection).",
-            &["long_click", "long_tap"],
-        ),
-        tool(
-            "type_text",
-            vec![
-                req("text", Text, "the text to type"),
-                opt(
-                    "index",
-                    Number,
-                    "element to focus first; omitted types into the focused field",
-                ),
-                opt(
-                    "clear",
-                    Boolean,
-                    "erase the field's current text first (default false)",
-                ),
-            ],
-            "string",
-            "Type text into a text field.",
-            &["type", "input_text", "enter_text"],
-        ),
-        tool(
-            "press_key",
-            vec![req(
-                "key",
-                Text,
-                "one of back, home, enter, delete, tab, app_switch, menu, search, volume_up, \
-                 volume_down, power, dpad_up, dpad_down, dpad_left, dpad_right, escape",
-            )],
-            "string",
-            "Press a hardware or keyboard key.",
-            &["key", "press", "keyevent"],
-        ),
-        tool(
-            "back",
-            Vec::new(),
-            "string",
-            "Go back one screen (the system back key).",
-            &["go_back"],
-        ),
-        tool(
-            "home",
-            Vec::new(),
-            "string",
-            "Go to the home screen.",
-            &["go_home"],
-        ),
-        tool(
-            "swipe",
-            stroke("how long the gesture lasts (default 300)"),
-            "string",
-            "Swipe from one point to another. Swipe up (y1 > y2) to scroll a list down.",
-            &["scroll"],
-        ),
-        tool(
-            "drag",
-            stroke("how long the drag lasts (default 1500)"),
-            "string",
-            "Press at the start point, move slowly to the end point and release \
-             (moving icons, sliders).",
-            &["drag_and_drop"],
-        ),
-        tool(
-            "wait",
-            vec![req("ms", Number, "milliseconds, at most 10000")],
-            "void",
-            "Pause, for screens that are still loading.",
-            &["sleep"],
-        ),
-        tool(
-            "open_app",
-            vec![req(
-                "name_or_package",
-                Text,
-                "a launcher label such as \"Settings\" or a package such as \"com.android.settings\"",
-            )],
-            "string",
-            "Launch an app, or bring it to the front.",
-            &["start_app", "launch_app", "open"],
-        ),
-        tool(
-            "list_packages",
-            Vec::new(),
-            "Array<{ package: string, label: string }>",
-            "List the apps installed on the device.",
-            &["list_apps"],
-        ),
-        tool(
-            "remember",
-            vec![req("note", Text, "one fact worth keeping")],
-            "void",
-            "Keep a note; every later step shows you your notes.",
-            &["add_memory", "note"],
-        ),
-        tool(
-            "complete",
-            vec![
-                req("success", Boolean, "whether the goal was reached"),
-                req(
-                    "reason",
-                    Text,
-                    "the final answer, or why the goal cannot be reached",
-                ),
-            ],
-            "void",
-            "End the task. Call it once, as the last statement of your final step.",
-            &["finish", "done"],
-        ),
-        tool(
-            "request_human_help",
-            vec![req(
-                "question",
-                Text,
-                "what you need a person to do or answer",
-            )],
-            "string",
-            "Ask a person for help (a CAPTCHA, a login code, a choice only the user can make). \
-             The task pauses until they reply; returns their reply.",
-            &["ask_human", "human_help"],
-        ),
-        tool(
-            "type_secret",
-            vec![
-                req("secret_id", Text, "one of the allowed secret ids"),
-                opt(
-                    "index",
-                    Number,
-                    "element to focus first; omitted types into the focused field",
-                ),
-            ],
-            "string",
-            "Type a stored secret (a password, a card number) without ever seeing its value.",
-            &["input_secret"],
-        ),
-    ]
-}
-
-static TOOLS: LazyLock<Vec<ToolSpec>> = LazyLock::new(table);
+static TOOLS: LazyLock<Vec<ToolSpec>> =
+    LazyLock::new(|| Tool::ALL.iter().map(|&tool| table::spec(tool)).collect());
 
 /// Every device tool, in the order prompts list them.
 pub fn device_tools() -> &'static [ToolSpec] {
@@ -446,8 +317,8 @@ impl ToolSpec {
                     return Err(ToolError::WrongType {
                         signature: self.signature(),
                         param: param.name,
-                        expected: param.ty.js_name(),
-                        found: json_type(value),
+                        expected: param.ty.expected(),
+                        found: describe(value),
                     });
                 }
             }
@@ -465,6 +336,18 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// A value as an error message shows it: its type, and the value itself when it is short
+/// (`number 2.7`, `string "3"`).
+fn describe(value: &Value) -> String {
+    let text = value.to_string();
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Array(_) | Value::Object(_) => json_type(value).to_owned(),
+        _ if text.chars().count() > 40 => json_type(value).to_owned(),
+        _ => format!("{} {text}", json_type(value)),
     }
 }
 
@@ -510,6 +393,8 @@ pub fn json_actions(tools: &[ToolSpec]) -> String {
     }
     out
 }
+
+mod table;
 
 #[cfg(test)]
 #[path = "tools_tests.rs"]

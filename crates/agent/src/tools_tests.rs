@@ -177,7 +177,7 @@ fn args_in_order_checks_and_orders() {
             .args_in_order(&args(json!({"index": "3"})))
             .unwrap_err()
             .to_string(),
-        "tap(index: number): string: argument `index` must be a number, found string"
+        "tap(index: number): string: argument `index` must be an integer, found string \"3\""
     );
     assert!(matches!(
         find("home")
@@ -185,4 +185,74 @@ fn args_in_order_checks_and_orders() {
             .args_in_order(&args(json!({"text": "x"}))),
         Err(ToolError::Unexpected { .. })
     ));
+}
+
+#[test]
+fn indices_coordinates_and_durations_are_integers() {
+    let tap = find("tap").unwrap();
+    let err = tap.args_in_order(&args(json!({"index": 2.7}))).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ToolError::WrongType { param: "index", expected: "an integer", found, .. }
+                if found == "number 2.7"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "tap(index: number): string: argument `index` must be an integer, found number 2.7"
+    );
+    // A whole number written with a fraction part is still a whole number.
+    assert_eq!(
+        tap.args_in_order(&args(json!({"index": 3.0}))).unwrap(),
+        vec![json!(3.0)]
+    );
+    let integers = [
+        ("tap", "index"),
+        ("tap_at", "x"),
+        ("tap_at", "y"),
+        ("long_press", "index"),
+        ("type_text", "index"),
+        ("swipe", "x1"),
+        ("swipe", "duration_ms"),
+        ("drag", "y2"),
+        ("wait", "ms"),
+        ("type_secret", "index"),
+    ];
+    for (tool, param) in integers {
+        let spec = find(tool).unwrap();
+        let p = spec.params.iter().find(|p| p.name == param).unwrap();
+        assert_eq!(p.ty, ParamType::Integer, "{tool}.{param}");
+    }
+    let swipe = find("swipe").unwrap();
+    assert!(matches!(
+        swipe.args_in_order(&args(json!({"x1": 1, "y1": 2, "x2": 3, "y2": 4.5}))),
+        Err(ToolError::WrongType { param: "y2", .. })
+    ));
+}
+
+#[test]
+fn every_tool_has_its_entry_in_declaration_order() {
+    assert_eq!(device_tools().len(), Tool::ALL.len());
+    for (i, tool) in Tool::ALL.iter().enumerate() {
+        assert_eq!(
+            *tool as usize, i,
+            "Tool::ALL is out of declaration order at {tool}"
+        );
+        let spec = tool.spec();
+        assert_eq!((spec.tool, spec.name), (*tool, tool.name()));
+        assert_eq!(find(tool.name()).map(|s| s.tool), Some(*tool));
+        assert_eq!(
+            serde_json::to_value(tool).unwrap(),
+            Value::String(tool.name().to_owned())
+        );
+    }
+    assert_eq!(find("click").map(|s| s.tool), Some(Tool::Tap));
+    let atomic: Vec<&str> = Tool::ALL
+        .iter()
+        .filter(|t| t.is_atomic())
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(atomic, ATOMIC_ACTIONS);
 }

@@ -16,7 +16,11 @@ use crate::error::{Result, SandboxError};
 pub type HostHandler = Arc<dyn Fn(Vec<Value>) -> Result<Value, String> + Send + Sync>;
 
 /// The JSON type a parameter accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Serializes as its lower-case name (`"integer"`), so tool tables that carry it can be
+/// rendered or exported as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum ParamType {
     /// A string.
@@ -48,7 +52,8 @@ impl ParamType {
         }
     }
 
-    fn accepts(self, value: &Value) -> bool {
+    /// Whether a JSON value has this type (`Integer` takes `3` and `3.0`, not `2.7`).
+    pub fn accepts(self, value: &Value) -> bool {
         match (self, value) {
             (ParamType::Any, _) => true,
             (ParamType::String, Value::String(_)) => true,
@@ -63,7 +68,8 @@ impl ParamType {
         }
     }
 
-    pub(crate) fn expected(self) -> &'static str {
+    /// The type with its article, for error messages: "an integer", "a string".
+    pub fn expected(self) -> &'static str {
         match self {
             ParamType::String => "a string",
             ParamType::Number => "a number",
@@ -416,6 +422,19 @@ mod tests {
             f.check_args(vec![Some(json!(1)), None, None]),
             Ok(vec![json!(1), Value::Null])
         );
+    }
+
+    #[test]
+    fn param_types_serialize_by_name_and_integers_refuse_fractions() {
+        assert_eq!(
+            serde_json::to_value(ParamType::Integer).unwrap(),
+            json!("integer")
+        );
+        assert!(ParamType::Integer.accepts(&json!(3)));
+        assert!(ParamType::Integer.accepts(&json!(3.0)));
+        assert!(!ParamType::Integer.accepts(&json!(2.7)));
+        assert!(ParamType::Number.accepts(&json!(2.7)));
+        assert_eq!(ParamType::Integer.expected(), "an integer");
     }
 
     #[test]

@@ -3,20 +3,22 @@
 //! JavaScript it wrote in the task's session (variables persist across steps), and put the
 //! output or error into the history the model sees next. Ends on `complete(...)`, a stop, too
 //! many consecutive failures, or the step budget.
+//!
+//! A step is five methods of `Run`: `observe`, `prompt`, `call`, `execute` and `record`;
+//! observing the device and dispatching tools are shared with `ExecuteSubgoal`
+//! ([`crate::observe`], [`crate::device_tools`]).
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use droidmesh_agent::parse::extract_code;
-use droidmesh_agent::prompts::{
-    CodeActStep, CodeActSystem, CodeActUser, PhoneState, PromptSet, UiElement,
-};
+use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, CodeActUser, PromptSet};
 use droidmesh_agent::tools as agent_tools;
-use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, LlmError, Message};
+use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, Message};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    AgentEvent, AgentFinished, CodeActStart, CodeBlock, GetStateRequest, HumanHelpRequest,
-    Observation, StepStarted, Thought, TokenUsage, UiState, UsageReport, agent_event,
+    AgentEvent, AgentFinished, CodeActStart, CodeBlock, HumanHelpRequest, Observation, StepStarted,
+    Thought, TokenUsage, agent_event,
 };
 use droidmesh_runtime::TracedChannel;
 use droidmesh_sandbox::{Capabilities, SandboxLimits, Session};
@@ -24,7 +26,10 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use crate::config::ExecutorConfig;
-use crate::device_tools::{ToolCtx, host_functions};
+use crate::device_tools::ToolCtx;
+use crate::model::{allowed_secrets, is_unusable, usage_report};
+use crate::observe::{Observed, observe};
+use crate::sandbox_tools::{SandboxTools, host_functions};
 
 /// A message from the gateway during the run.
 #[derive(Debug)]
@@ -55,90 +60,96 @@ struct Outcome {
     steps: u32,
 }
 
+/// Why a run stops before its budget: the gateway left (nothing more to send), or the run
+/// failed at a step and says why.
+enum Halt {
+    Gone,
+    Failed(u32, String),
+}
+
+type Flow<T> = Result<T, Halt>;
+
+/// What a run holds for its whole length.
+struct Setup {
+    session: Session,
+    tools: Arc<SandboxTools>,
+    system: String,
+    target: ChatTarget,
+    serial: String,
+    max_steps: u32,
+}
+
+/// What the run has learnt so far, shown to the model at each step.
+struct Progress {
+    goal: String,
+    history: Vec<CodeActStep>,
+    memory: Vec<String>,
+    notes: Vec<String>,
+    failures: u32,
+    last_error: String,
+    usage: TokenUsage,
+}
+
 impl Run {
-    async fn emit(&self, kind: agent_event::Kind) -> bool {
+    async fn emit(&self, kind: agent_event::Kind) -> Flow<()> {
         self.events
             .send(Ok(AgentEvent { kind: Some(kind) }))
             .await
-            .is_ok()
+            .map_err(|_| Halt::Gone)
     }
 
     /// Runs the loop and sends the final event. Returns when done or when the gateway left.
     pub async fn run(mut self) {
         let mut usage = TokenUsage::default();
-        let outcome = self.run_loop(&mut usage).await;
-        let Some(o) = outcome else { return };
+        let outcome = match self.run_loop(&mut usage).await {
+            Ok(o) => o,
+            Err(Halt::Gone) => return,
+            Err(Halt::Failed(steps, answer)) => Outcome {
+                success: false,
+                answer,
+                steps,
+            },
+        };
         let _ = self
             .emit(agent_event::Kind::Finished(AgentFinished {
                 agent: AGENT.into(),
-                success: o.success,
-                answer: o.answer,
-                steps: o.steps,
+                success: outcome.success,
+                answer: outcome.answer,
+                steps: outcome.steps,
                 usage: Some(usage),
                 result: None,
             }))
             .await;
     }
 
-    fn target(&self) -> Result<ChatTarget, String> {
-        let o = self.start.llm.clone().unwrap_or_default();
-        if o.provider.is_empty()
-            && o.model.is_empty()
-            && o.temperature.is_none()
-            && o.max_tokens.is_none()
-        {
-            return Ok(ChatTarget::from(AGENT));
-        }
-        let mut p = self.llm.profile(AGENT).map_err(|e| e.to_string())?;
-        if !o.provider.is_empty() {
-            p.provider = o.provider;
-        }
-        if !o.model.is_empty() {
-            p.model = o.model;
-        }
-        if let Some(t) = o.temperature {
-            p.temperature = Some(t as f32);
-        }
-        if let Some(m) = o.max_tokens {
-            p.max_tokens = Some(m);
-        }
-        Ok(ChatTarget::Direct(p))
+    async fn run_loop(&mut self, usage: &mut TokenUsage) -> Flow<Outcome> {
+        let setup = self.setup().map_err(|e| Halt::Failed(0, e))?;
+        let mut progress = Progress {
+            goal: self.start.goal.clone(),
+            history: Vec::new(),
+            memory: Vec::new(),
+            notes: Vec::new(),
+            failures: 0,
+            last_error: String::new(),
+            usage: TokenUsage::default(),
+        };
+        let result = self.steps(&setup, &mut progress).await;
+        *usage = progress.usage;
+        result
     }
 
-    /// `None` when the gateway went away (nothing more to send).
-    async fn run_loop(&mut self, usage: &mut TokenUsage) -> Option<Outcome> {
-        let fail = |steps, answer: String| {
-            Some(Outcome {
-                success: false,
-                answer,
-                steps,
-            })
-        };
+    /// The session, its tools, the system prompt and the model, before the first step.
+    fn setup(&self) -> Result<Setup, String> {
         let Some(lease) = self.start.device.as_ref().and_then(|d| d.lease.clone()) else {
-            return fail(0, "the start message has no device lease".into());
+            return Err("the start message has no device lease".into());
         };
         let serial = lease.serial.clone();
-        let tools = match agent_tools::select(&self.start.tools) {
-            Ok(t) => t,
-            Err(e) => return fail(0, format!("bad tool list: {e}")),
-        };
-        let secrets: HashMap<String, String> = self
-            .start
-            .secret_ids
-            .iter()
-            // Ids are case-insensitive (env names are upper case): `PIN` is DROIDMESH_SECRET_PIN.
-            .filter_map(|id| {
-                self.secrets
-                    .get(&id.to_ascii_lowercase())
-                    .map(|v| (id.clone(), v.clone()))
-            })
-            .collect();
-        let ctx = Arc::new(ToolCtx::new(
-            tokio::runtime::Handle::current(),
-            self.device.clone(),
-            lease,
+        let tools =
+            agent_tools::select(&self.start.tools).map_err(|e| format!("bad tool list: {e}"))?;
+        let secrets = allowed_secrets(&self.secrets, &self.start.secret_ids);
+        let bridge = Arc::new(SandboxTools::new(
+            ToolCtx::new(self.device.clone(), lease, secrets, AGENT),
             self.events.clone(),
-            secrets,
         ));
         let limits = SandboxLimits {
             wall_clock: Duration::from_millis(self.cfg.step_timeout_ms),
@@ -146,13 +157,11 @@ impl Run {
             ..SandboxLimits::default()
         };
         let mut caps = Capabilities::new();
-        for f in host_functions(&tools, &ctx) {
+        for f in host_functions(&tools, &bridge) {
             caps = caps.function(f);
         }
-        let session = match Session::new(limits, caps) {
-            Ok(s) => s,
-            Err(e) => return fail(0, format!("the JavaScript sandbox could not start: {e}")),
-        };
+        let session = Session::new(limits, caps)
+            .map_err(|e| format!("the JavaScript sandbox could not start: {e}"))?;
         let system = CodeActSystem {
             tool_signatures: agent_tools::js_signatures(&tools),
             vision: self.start.vision,
@@ -161,250 +170,265 @@ impl Run {
             output_schema: Some(self.start.output_schema.clone()).filter(|s| !s.trim().is_empty()),
             max_steps: self.start.max_steps,
         };
-        let system = match self.prompts.render(&system) {
-            Ok(s) => s,
-            Err(e) => return fail(0, format!("the codeact system prompt does not render: {e}")),
-        };
-        let target = match self.target() {
-            Ok(t) => t,
-            Err(e) => return fail(0, format!("the model override is not usable: {e}")),
-        };
-        let max_steps = self.start.max_steps.max(1);
-        let mut goal = self.start.goal.clone();
-        let mut history: Vec<CodeActStep> = Vec::new();
-        let mut memory: Vec<String> = Vec::new();
-        let mut notes: Vec<String> = Vec::new();
-        let mut failures = 0u32;
-        let mut last_error = String::new();
+        let system = self
+            .prompts
+            .render(&system)
+            .map_err(|e| format!("the codeact system prompt does not render: {e}"))?;
+        let target = self
+            .llm
+            .target_for_request(AGENT, self.start.llm.as_ref())
+            .map_err(|e| format!("the model override is not usable: {e}"))?;
+        Ok(Setup {
+            session,
+            tools: bridge,
+            system,
+            target,
+            serial,
+            max_steps: self.start.max_steps.max(1),
+        })
+    }
+
+    async fn steps(&mut self, setup: &Setup, progress: &mut Progress) -> Flow<Outcome> {
+        let max_steps = setup.max_steps;
         for step in 1..=max_steps {
-            // Messages that arrived since the last step.
-            while let Ok(s) = self.steer.try_recv() {
-                match s {
-                    Steer::Stop => return fail(step - 1, "stopped by the user".into()),
-                    Steer::NewGoal(g) => {
-                        notes.push(format!("The user changed the goal to: {g}"));
-                        goal = g;
-                    }
-                    Steer::Note(n) | Steer::HumanReply(n) => notes.push(n),
-                }
-            }
-            if !self
-                .emit(agent_event::Kind::Step(StepStarted {
-                    agent: AGENT.into(),
-                    step,
-                }))
-                .await
-            {
-                return None;
-            }
-            let want_shot = self.start.vision || self.start.stream_screenshots;
-            let req = GetStateRequest {
-                serial: serial.clone(),
-                include_screenshot: want_shot,
-                screenshot_max_side: self.cfg.screenshot_max_side,
-            };
-            let state = match self.device.get_state(req).await {
-                Ok(s) => s.into_inner(),
-                Err(s) => return fail(step, format!("cannot read the device: {}", s.message())),
-            };
-            if self.start.stream_screenshots
-                && let Some(shot) = state.screenshot.clone()
-                && !self.emit(agent_event::Kind::Screenshot(shot)).await
-            {
-                return None;
-            }
-            let (elements, phone) = prompt_state(&state);
-            let ui_json = serde_json::to_value(&elements).unwrap_or_default();
-            if let Err(e) = session.set_global("ui_state", ui_json).await {
-                tracing::warn!(error = %e, "ui_state could not be set");
-            }
-            let keep = history.len().saturating_sub(self.cfg.history_steps);
-            let user = CodeActUser {
-                goal: goal.clone(),
+            self.steer(progress, step)?;
+            self.emit(agent_event::Kind::Step(StepStarted {
+                agent: AGENT.into(),
                 step,
-                max_steps,
-                now: None,
-                user_messages: notes.clone(),
-                memory: memory.clone(),
-                history: history[keep..].to_vec(),
-                phone,
-                ui_state: elements,
-                screenshot_attached: self.start.vision && state.screenshot.is_some(),
-            };
-            let user = match self.prompts.render(&user) {
-                Ok(u) => u,
-                Err(e) => {
-                    return fail(
-                        step,
-                        format!("the codeact step prompt does not render: {e}"),
-                    );
-                }
-            };
-            let mut message = Message::user(user);
-            if self.start.vision
-                && let Some(shot) = &state.screenshot
-            {
-                message = message.with_image_png(shot.png.clone());
-            }
-            let reply = self
-                .llm
-                .chat(
-                    target.clone(),
-                    ChatRequest::new(vec![Message::system(system.clone()), message]),
-                )
-                .await;
+            }))
+            .await?;
+            let seen = self.observe(setup, step).await?;
+            let message = self.prompt(setup, progress, step, seen)?;
             let mut record = CodeActStep {
                 step,
                 ..CodeActStep::default()
             };
-            match reply {
-                // Errors that another step cannot fix (a missing or refused key, a bad
-                // configuration, a replay with no answers left) end the run at once.
-                Err(
-                    e @ (LlmError::Auth { .. }
-                    | LlmError::Config(_)
-                    | LlmError::ReplayExhausted { .. }
-                    | LlmError::Cassette(_)),
-                ) => {
-                    return fail(step, format!("the model cannot be used: {e}"));
-                }
-                Err(e) => {
-                    record.error = Some(format!("the model call failed: {e}"));
-                }
-                Ok(r) => {
-                    usage.input_tokens += r.usage.input_tokens;
-                    usage.output_tokens += r.usage.output_tokens;
-                    usage.cached_input_tokens += r.usage.cached_input_tokens.unwrap_or(0);
-                    usage.calls += 1;
-                    let report = UsageReport {
-                        agent: AGENT.into(),
-                        provider: r.provider.clone(),
-                        model: r.model.clone(),
-                        usage: Some(TokenUsage {
-                            input_tokens: r.usage.input_tokens,
-                            output_tokens: r.usage.output_tokens,
-                            cached_input_tokens: r.usage.cached_input_tokens.unwrap_or(0),
-                            calls: 1,
-                        }),
-                        latency_ms: u64::try_from(r.latency.as_millis()).unwrap_or(u64::MAX),
-                        finish_reason: r.finish_reason.clone(),
-                        replay: r.replay,
-                    };
-                    if !self.emit(agent_event::Kind::Usage(report)).await {
-                        return None;
-                    }
-                    let extraction = extract_code(&r.text);
-                    record.thought = extraction.prose.clone();
-                    if !extraction.prose.is_empty()
-                        && !self
-                            .emit(agent_event::Kind::Thought(Thought {
-                                agent: AGENT.into(),
-                                text: extraction.prose.clone(),
-                            }))
-                            .await
-                    {
-                        return None;
-                    }
-                    match extraction.code() {
-                        None => {
-                            record.error = Some(
-                                "no JavaScript found in the reply: write the next actions in a ```javascript block, and call complete(success, reason) when the goal is reached or cannot be".into(),
-                            );
-                        }
-                        Some(code) => {
-                            record.code = code.clone();
-                            let block = CodeBlock {
-                                agent: AGENT.into(),
-                                language: "javascript".into(),
-                                code: code.clone(),
-                            };
-                            if !self.emit(agent_event::Kind::Code(block)).await {
-                                return None;
-                            }
-                            match session.run(code).await {
-                                Ok(out) => {
-                                    let mut output = out.console.clone();
-                                    if let Some(v) = &out.value {
-                                        if !output.is_empty() && !output.ends_with('\n') {
-                                            output.push('\n');
-                                        }
-                                        output.push_str(&format!("=> {v}"));
-                                    }
-                                    record.output = output;
-                                    record.error = out.error.map(|e| match e.line {
-                                        Some(line) => format!(
-                                            "{:?} error at line {line}: {}",
-                                            e.kind, e.message
-                                        ),
-                                        None => format!("{:?} error: {}", e.kind, e.message),
-                                    });
-                                }
-                                Err(e) => record.error = Some(format!("the sandbox failed: {e}")),
-                            }
-                            let obs = Observation {
-                                agent: AGENT.into(),
-                                output: record.output.clone(),
-                                error: record.error.clone(),
-                            };
-                            if !self.emit(agent_event::Kind::Observation(obs)).await {
-                                return None;
-                            }
-                        }
-                    }
-                }
+            match self.call(setup, message, progress, step).await? {
+                Err(e) => record.error = Some(e),
+                Ok(text) => self.execute(setup, &text, &mut record).await?,
             }
-            let signals = ctx.take_signals();
-            memory.extend(signals.memory);
-            if let Some(e) = &record.error {
-                failures += 1;
-                last_error = e.clone();
-                if record.code.is_empty()
-                    && !self
-                        .emit(agent_event::Kind::Observation(Observation {
-                            agent: AGENT.into(),
-                            output: String::new(),
-                            error: Some(e.clone()),
-                        }))
-                        .await
-                {
-                    return None;
-                }
-            } else {
-                failures = 0;
-            }
-            history.push(record);
-            if let Some((success, reason)) = signals.complete {
-                return Some(Outcome {
-                    success,
-                    answer: reason,
-                    steps: step,
-                });
-            }
-            if failures >= self.cfg.max_consecutive_failures {
-                return fail(
-                    step,
-                    format!("{failures} steps in a row failed; the last: {last_error}"),
-                );
-            }
-            if let Some(question) = signals.help {
-                let req = HumanHelpRequest {
-                    agent: AGENT.into(),
-                    reason: question,
-                    instructions: String::new(),
-                };
-                if !self.emit(agent_event::Kind::HumanHelp(req)).await {
-                    return None;
-                }
-                match self.wait_for_human().await {
-                    Ok(reply) => notes.push(format!("A human answered your question: {reply}")),
-                    Err(why) => return fail(step, why),
-                }
+            if let Some(outcome) = self.record(setup, progress, record, step).await? {
+                return Ok(outcome);
             }
         }
-        fail(
+        Err(Halt::Failed(
             max_steps,
             format!("reached the step limit ({max_steps}) before the goal was completed"),
+        ))
+    }
+
+    /// Takes the messages that arrived since the last step.
+    fn steer(&mut self, progress: &mut Progress, step: u32) -> Flow<()> {
+        while let Ok(s) = self.steer.try_recv() {
+            match s {
+                Steer::Stop => return Err(Halt::Failed(step - 1, "stopped by the user".into())),
+                Steer::NewGoal(g) => {
+                    progress
+                        .notes
+                        .push(format!("The user changed the goal to: {g}"));
+                    progress.goal = g;
+                }
+                Steer::Note(n) | Steer::HumanReply(n) => progress.notes.push(n),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the device, streams the screenshot when asked, and refreshes `ui_state`.
+    async fn observe(&mut self, setup: &Setup, step: u32) -> Flow<Observed> {
+        let want_shot = self.start.vision || self.start.stream_screenshots;
+        let seen = observe(
+            &mut self.device,
+            &setup.serial,
+            want_shot,
+            self.cfg.screenshot_max_side,
         )
+        .await
+        .map_err(|s| Halt::Failed(step, format!("cannot read the device: {}", s.message())))?;
+        if self.start.stream_screenshots
+            && let Some(shot) = seen.screenshot.clone()
+        {
+            self.emit(agent_event::Kind::Screenshot(shot)).await?;
+        }
+        let ui_json = serde_json::to_value(&seen.elements).unwrap_or_default();
+        if let Err(e) = setup.session.set_global("ui_state", ui_json).await {
+            tracing::warn!(error = %e, "ui_state could not be set");
+        }
+        Ok(seen)
+    }
+
+    /// Renders this step's message (with the screenshot when vision is on).
+    fn prompt(
+        &self,
+        setup: &Setup,
+        progress: &Progress,
+        step: u32,
+        seen: Observed,
+    ) -> Flow<Message> {
+        let keep = progress
+            .history
+            .len()
+            .saturating_sub(self.cfg.history_steps);
+        let attach = self.start.vision && seen.screenshot.is_some();
+        let user = CodeActUser {
+            goal: progress.goal.clone(),
+            step,
+            max_steps: setup.max_steps,
+            now: None,
+            user_messages: progress.notes.clone(),
+            memory: progress.memory.clone(),
+            history: progress.history[keep..].to_vec(),
+            phone: seen.phone,
+            ui_state: seen.elements,
+            screenshot_attached: attach,
+        };
+        let user = self.prompts.render(&user).map_err(|e| {
+            Halt::Failed(
+                step,
+                format!("the codeact step prompt does not render: {e}"),
+            )
+        })?;
+        let mut message = Message::user(user);
+        if attach && let Some(shot) = seen.screenshot {
+            message = message.with_image_png(shot.png);
+        }
+        Ok(message)
+    }
+
+    /// Asks the model. `Ok(Err(..))` is a failed call another step may fix; a model that cannot
+    /// be used at all ends the run.
+    async fn call(
+        &self,
+        setup: &Setup,
+        message: Message,
+        progress: &mut Progress,
+        step: u32,
+    ) -> Flow<Result<String, String>> {
+        let request = ChatRequest::new(vec![Message::system(setup.system.clone()), message]);
+        match self.llm.chat(setup.target.clone(), request).await {
+            Err(e) if is_unusable(&e) => {
+                Err(Halt::Failed(step, format!("the model cannot be used: {e}")))
+            }
+            Err(e) => Ok(Err(format!("the model call failed: {e}"))),
+            Ok(r) => {
+                let usage = &mut progress.usage;
+                usage.input_tokens += r.usage.input_tokens;
+                usage.output_tokens += r.usage.output_tokens;
+                usage.cached_input_tokens += r.usage.cached_input_tokens.unwrap_or(0);
+                usage.calls += 1;
+                self.emit(agent_event::Kind::Usage(usage_report(AGENT, &r)))
+                    .await?;
+                Ok(Ok(r.text))
+            }
+        }
+    }
+
+    /// Runs the reply's code in the session and reports what it did.
+    async fn execute(&self, setup: &Setup, reply: &str, record: &mut CodeActStep) -> Flow<()> {
+        let extraction = extract_code(reply);
+        record.thought = extraction.prose.clone();
+        if !extraction.prose.is_empty() {
+            self.emit(agent_event::Kind::Thought(Thought {
+                agent: AGENT.into(),
+                text: extraction.prose.clone(),
+            }))
+            .await?;
+        }
+        let Some(code) = extraction.code() else {
+            record.error = Some(
+                "no JavaScript found in the reply: write the next actions in a ```javascript block, and call complete(success, reason) when the goal is reached or cannot be".into(),
+            );
+            return Ok(());
+        };
+        record.code = code.clone();
+        self.emit(agent_event::Kind::Code(CodeBlock {
+            agent: AGENT.into(),
+            language: "javascript".into(),
+            code: code.clone(),
+        }))
+        .await?;
+        match setup.session.run(code).await {
+            Ok(out) => {
+                let mut output = out.console.clone();
+                if let Some(v) = &out.value {
+                    if !output.is_empty() && !output.ends_with('\n') {
+                        output.push('\n');
+                    }
+                    output.push_str(&format!("=> {v}"));
+                }
+                record.output = output;
+                record.error = out.error.map(|e| match e.line {
+                    Some(line) => format!("{:?} error at line {line}: {}", e.kind, e.message),
+                    None => format!("{:?} error: {}", e.kind, e.message),
+                });
+            }
+            Err(e) => record.error = Some(format!("the sandbox failed: {e}")),
+        }
+        self.emit(agent_event::Kind::Observation(Observation {
+            agent: AGENT.into(),
+            output: record.output.clone(),
+            error: record.error.clone(),
+        }))
+        .await
+    }
+
+    /// Keeps the step in the history, counts failures, and acts on what the script signalled
+    /// (notes, completion, a question for a human). `Some` ends the run.
+    async fn record(
+        &mut self,
+        setup: &Setup,
+        progress: &mut Progress,
+        record: CodeActStep,
+        step: u32,
+    ) -> Flow<Option<Outcome>> {
+        let signals = setup.tools.ctx().take_signals();
+        progress.memory.extend(signals.memory);
+        if let Some(e) = &record.error {
+            progress.failures += 1;
+            progress.last_error = e.clone();
+            if record.code.is_empty() {
+                self.emit(agent_event::Kind::Observation(Observation {
+                    agent: AGENT.into(),
+                    output: String::new(),
+                    error: Some(e.clone()),
+                }))
+                .await?;
+            }
+        } else {
+            progress.failures = 0;
+        }
+        progress.history.push(record);
+        if let Some((success, reason)) = signals.complete {
+            return Ok(Some(Outcome {
+                success,
+                answer: reason,
+                steps: step,
+            }));
+        }
+        if progress.failures >= self.cfg.max_consecutive_failures {
+            return Err(Halt::Failed(
+                step,
+                format!(
+                    "{} steps in a row failed; the last: {}",
+                    progress.failures, progress.last_error
+                ),
+            ));
+        }
+        if let Some((reason, instructions)) = signals.help {
+            self.emit(agent_event::Kind::HumanHelp(HumanHelpRequest {
+                agent: AGENT.into(),
+                reason,
+                instructions,
+            }))
+            .await?;
+            match self.wait_for_human().await {
+                Ok(reply) => progress
+                    .notes
+                    .push(format!("A human answered your request for help: {reply}")),
+                Err(why) => return Err(Halt::Failed(step, why)),
+            }
+        }
+        Ok(None)
     }
 
     async fn wait_for_human(&mut self) -> Result<String, String> {
@@ -421,43 +445,4 @@ impl Run {
             }
         }
     }
-}
-
-/// The device state as the prompt and the sandbox's `ui_state` show it.
-fn prompt_state(state: &UiState) -> (Vec<UiElement>, PhoneState) {
-    let elements = state
-        .elements
-        .iter()
-        .map(|e| {
-            let b = e.bounds.unwrap_or_default();
-            UiElement {
-                index: e.index,
-                depth: e.depth,
-                class_name: e.class_name.clone(),
-                text: e.text.clone(),
-                content_desc: e.content_desc.clone(),
-                resource_id: e.resource_id.clone(),
-                bounds: [b.left, b.top, b.right, b.bottom],
-                clickable: e.clickable,
-                long_clickable: e.long_clickable,
-                checkable: e.checkable,
-                checked: e.checked,
-                editable: e.editable,
-                focused: e.focused,
-                scrollable: e.scrollable,
-                selected: e.selected,
-                disabled: !e.enabled,
-                password: e.password,
-            }
-        })
-        .collect();
-    let p = state.phone.clone().unwrap_or_default();
-    let phone = PhoneState {
-        package: p.package,
-        activity: p.activity,
-        keyboard_shown: p.keyboard_shown,
-        focused_index: p.focused_index,
-        focused_text: p.focused_text,
-    };
-    (elements, phone)
 }

@@ -1,15 +1,32 @@
-//! The droidmesh executor: direct mode's CodeAct loop as a streaming RPC. The model writes
-//! JavaScript; it runs in a QuickJS session whose functions are the device tools, called on
-//! the device service under the task's lease.
+//! The droidmesh executor: both ways a model acts on the device.
+//!
+//! - `RunCodeAct` (direct mode, [`codeact`]): a streaming loop. The model writes JavaScript; it
+//!   runs in a QuickJS session whose functions are the device tools ([`sandbox_tools`]).
+//! - `ExecuteSubgoal` (reasoning mode): one subgoal, one atomic action written as JSON, or a
+//!   handoff to the scripter or the text manipulator. Failures the manager can act on come back
+//!   as a failed `ActionResult`; bad requests and unusable models are RPC errors
+//!   ([`ExecutorError`], mapped to a status by [`to_status`]).
+//!
+//! Both read the device the same way ([`observe`]) and run tools through one async dispatcher
+//! keyed by the agent crate's `Tool` enum ([`device_tools`]), which calls the device service
+//! under the task's lease. `type_secret` types values from the executor's environment
+//! ([`secrets_from_env`]) for the ids a request lists; a value never reaches a prompt, an event,
+//! a result or a span.
 pub mod codeact;
 pub mod config;
 pub mod device_tools;
+pub mod error;
+pub mod model;
+pub mod observe;
+pub mod sandbox_tools;
 pub mod service;
+mod subgoal;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use config::ExecutorConfig;
+pub use error::{ExecutorError, to_status};
 pub use service::Executor;
 
 use droidmesh_agent::prompts::PromptSet;

@@ -1,5 +1,7 @@
 //! `droidmesh.v1.ExecutorService`: `RunCodeAct` holds one task's JavaScript session for the
-//! length of the call and streams its events; later input messages steer it.
+//! length of the call and streams its events; later input messages steer it. `ExecuteSubgoal`
+//! performs one subgoal under an `invoke_agent executor` span, so its device calls join the
+//! caller's trace. Request errors become statuses in [`crate::error::to_status`] only.
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,15 +12,18 @@ use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorService;
 use droidmesh_proto::v1::{
-    AgentEvent, CodeActInput, ExecuteSubgoalRequest, ExecuteSubgoalResponse, code_act_input,
+    AgentEvent, CodeActInput, DeviceBinding, ExecuteSubgoalRequest, ExecuteSubgoalResponse,
+    LeaseRef, code_act_input,
 };
-use droidmesh_runtime::ClientOptions;
+use droidmesh_runtime::{ClientOptions, TracedChannel};
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::codeact::{Run, Steer};
 use crate::config::ExecutorConfig;
+use crate::error::{ExecutorError, to_status};
+use crate::subgoal::execute_subgoal;
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<AgentEvent, Status>> + Send>>;
 
@@ -39,47 +44,86 @@ impl ExecutorService for Executor {
         &self,
         r: Request<Streaming<CodeActInput>>,
     ) -> Result<Response<EventStream>, Status> {
-        let mut input = r.into_inner();
-        let start = match input.next().await {
-            Some(Ok(CodeActInput {
-                kind: Some(code_act_input::Kind::Start(s)),
-            })) => s,
-            Some(Ok(_)) => {
-                return Err(Status::invalid_argument(
-                    "the first message must be `start`",
-                ));
-            }
-            Some(Err(s)) => return Err(s),
-            None => {
-                return Err(Status::invalid_argument(
-                    "the input stream closed before `start`",
-                ));
-            }
-        };
-        if start.goal.trim().is_empty() {
-            return Err(Status::invalid_argument("goal is empty"));
-        }
-        let binding = start.device.clone().unwrap_or_default();
-        if binding
+        self.start_code_act(r.into_inner()).await.map_err(to_status)
+    }
+
+    async fn execute_subgoal(
+        &self,
+        r: Request<ExecuteSubgoalRequest>,
+    ) -> Result<Response<ExecuteSubgoalResponse>, Status> {
+        let req = r.into_inner();
+        // Under the RPC's span, so the device calls join the caller's trace.
+        let span = tracing::info_span!(
+            "invoke_agent executor",
+            task = %req.task_id,
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = "executor",
+        );
+        execute_subgoal(self, req)
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+}
+
+impl Executor {
+    /// The device service client for a task's binding, checking that it carries a lease.
+    pub(crate) fn device_for(
+        &self,
+        binding: Option<&DeviceBinding>,
+    ) -> Result<(DeviceServiceClient<TracedChannel>, LeaseRef), ExecutorError> {
+        let binding = binding.cloned().unwrap_or_default();
+        let lease = binding
             .lease
-            .as_ref()
-            .is_none_or(|l| l.serial.is_empty() || l.lease_id.is_empty())
-        {
-            return Err(Status::invalid_argument(
-                "device.lease is required: the gateway leases the device first",
-            ));
-        }
+            .filter(|l| !l.serial.is_empty() && !l.lease_id.is_empty())
+            .ok_or_else(|| {
+                ExecutorError::InvalidRequest(
+                    "device.lease is required: the gateway leases the device first".into(),
+                )
+            })?;
         let endpoint = if binding.endpoint.trim().is_empty() {
             self.default_device.clone()
         } else {
-            binding.endpoint.clone()
+            binding.endpoint
         };
         let opts = ClientOptions {
             request_timeout: Some(std::time::Duration::from_secs(30)),
             ..ClientOptions::default()
         };
-        let channel = droidmesh_runtime::connect(&endpoint, &opts)
-            .map_err(|e| Status::invalid_argument(format!("device endpoint '{endpoint}': {e}")))?;
+        let channel = droidmesh_runtime::connect(&endpoint, &opts).map_err(|e| {
+            ExecutorError::DeviceEndpoint {
+                endpoint: endpoint.clone(),
+                detail: e.to_string(),
+            }
+        })?;
+        Ok((DeviceServiceClient::new(channel), lease))
+    }
+
+    async fn start_code_act(
+        &self,
+        mut input: Streaming<CodeActInput>,
+    ) -> Result<Response<EventStream>, ExecutorError> {
+        let start = match input.next().await {
+            Some(Ok(CodeActInput {
+                kind: Some(code_act_input::Kind::Start(s)),
+            })) => s,
+            Some(Ok(_)) => {
+                return Err(ExecutorError::InvalidRequest(
+                    "the first message must be `start`".into(),
+                ));
+            }
+            Some(Err(s)) => return Err(ExecutorError::Client(s)),
+            None => {
+                return Err(ExecutorError::InvalidRequest(
+                    "the input stream closed before `start`".into(),
+                ));
+            }
+        };
+        if start.goal.trim().is_empty() {
+            return Err(ExecutorError::InvalidRequest("goal is empty".into()));
+        }
+        let (device, _lease) = self.device_for(start.device.as_ref())?;
         let (tx, rx) = mpsc::channel(64);
         let (steer_tx, steer_rx) = mpsc::unbounded_channel();
         // Steering messages: forwarded until the gateway closes its side.
@@ -102,7 +146,7 @@ impl ExecutorService for Executor {
             cfg: self.cfg.clone(),
             llm: self.llm.clone(),
             prompts: self.prompts.clone(),
-            device: DeviceServiceClient::new(channel),
+            device,
             start,
             events: tx,
             steer: steer_rx,
@@ -114,14 +158,5 @@ impl ExecutorService for Executor {
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))
-    }
-
-    async fn execute_subgoal(
-        &self,
-        _r: Request<ExecuteSubgoalRequest>,
-    ) -> Result<Response<ExecuteSubgoalResponse>, Status> {
-        Err(Status::unimplemented(
-            "reasoning mode (ExecuteSubgoal) is not served by this executor yet",
-        ))
     }
 }

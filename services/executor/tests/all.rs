@@ -1,4 +1,7 @@
-//! Integration tests of the executor's CodeAct loop: a scripted LLM HTTP server on loopback,
-//! the real device service and a simulated device, and a real gRPC client driving RunCodeAct.
+//! Integration tests of the executor: a scripted LLM HTTP server on loopback, the real device
+//! service and a simulated device, and a real gRPC client driving RunCodeAct (CodeAct loop) and
+//! ExecuteSubgoal (one atomic action per subgoal).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod codeact;
+mod rig;
+mod subgoal;

@@ -2,76 +2,30 @@
 //! service; errors go back to the model; variables persist; budgets end runs.
 use std::time::Duration;
 
-use droidmesh_device::{DeviceConfig, device_service};
-use droidmesh_executor::{ExecutorConfig, executor_service};
-use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
-use droidmesh_llm::{LlmClient, LlmConfig, WireFormat};
+use droidmesh_executor::ExecutorConfig;
+use droidmesh_llm::testkit::MockResponse;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
-use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
 use droidmesh_proto::v1::{
     AcquireLeaseRequest, AgentEvent, AgentFinished, CodeActInput, CodeActStart, DeviceBinding,
-    LeaseRef, agent_event, code_act_input,
+    LeaseRef, LlmOverride, agent_event, code_act_input,
 };
-use droidmesh_sim::{SimFleet, SimOptions};
 use tokio_stream::StreamExt;
-use tonic::transport::server::TcpIncoming;
 
-struct Rig {
-    fleet: SimFleet,
-    llm: MockLlmServer,
-    device_ep: String,
-    executor: ExecutorServiceClient<tonic::transport::Channel>,
-}
-
-async fn serve(router: tonic::transport::server::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(router.serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true))));
-    format!("http://{addr}")
-}
-
-fn reply(text: &str) -> MockResponse {
-    MockResponse::success(WireFormat::Openai, text, "scripted-model", 500, 40)
-}
-
-async fn rig(script: Vec<MockResponse>) -> Rig {
-    let fleet = droidmesh_sim::start(SimOptions {
-        base_port: 0,
-        devices: 1,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let device = device_service(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![fleet.addrs()[0].to_string()],
-        ..DeviceConfig::default()
-    })
-    .unwrap();
-    let device_ep = serve(tonic::transport::Server::builder().add_service(device)).await;
-    let llm = MockLlmServer::start(script).await.unwrap();
-    let toml = format!(
-        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.codeact]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
-        llm.url()
-    );
-    let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
-    let cfg = ExecutorConfig {
-        step_timeout_ms: 5_000,
-        ..ExecutorConfig::default()
-    };
-    let exec = executor_service(cfg, client, device_ep.clone(), Default::default()).unwrap();
-    let exec_ep = serve(tonic::transport::Server::builder().add_service(exec)).await;
-    let executor = ExecutorServiceClient::connect(exec_ep).await.unwrap();
-    Rig {
-        fleet,
-        llm,
-        device_ep,
-        executor,
-    }
-}
+use crate::rig::{Rig, reply, rig, rig_with};
 
 /// Leases the device and runs a CodeAct task to its end; returns every event.
 async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
+    run_with(rig, goal, max_steps, None, |_| {}).await
+}
+
+/// [`run`] with the start message adjusted.
+async fn run_with(
+    rig: &Rig,
+    goal: &str,
+    max_steps: u32,
+    human: Option<&str>,
+    adjust: impl FnOnce(&mut CodeActStart),
+) -> Vec<AgentEvent> {
     let mut device = DeviceServiceClient::connect(rig.device_ep.clone())
         .await
         .unwrap();
@@ -98,17 +52,30 @@ async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
         max_steps,
         ..CodeActStart::default()
     };
-    let input = tokio_stream::iter(vec![CodeActInput {
+    let mut start = start;
+    adjust(&mut start);
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tx.send(CodeActInput {
         kind: Some(code_act_input::Kind::Start(start)),
-    }])
-    .chain(tokio_stream::pending());
+    })
+    .await
+    .unwrap();
     let mut exec = rig.executor.clone();
+    let input = tokio_stream::wrappers::ReceiverStream::new(rx);
     let mut stream = exec.run_code_act(input).await.unwrap().into_inner();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, stream.next()).await {
         let ev = ev.unwrap();
         let done = matches!(ev.kind, Some(agent_event::Kind::Finished(_)));
+        // A test's human answers every request for help, when the task asks for one.
+        if let (Some(agent_event::Kind::HumanHelp(_)), Some(answer)) = (&ev.kind, human) {
+            tx.send(CodeActInput {
+                kind: Some(code_act_input::Kind::HumanReply(answer.into())),
+            })
+            .await
+            .unwrap();
+        }
         events.push(ev);
         if done {
             break;
@@ -243,4 +210,97 @@ async fn the_step_budget_and_repeated_failures_end_runs() {
         1,
         "401 is neither retried nor repeated"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fractional_index_is_a_type_error_the_model_sees() {
+    let rig = rig(vec![
+        reply("```js\ntap(2.7)\n```"),
+        reply("```js\ncomplete(false, 'gave up')\n```"),
+    ])
+    .await;
+    let events = run(&rig, "Tap something", 5).await;
+    assert_eq!(finished(&events).steps, 2);
+    let second = user_prompt(&rig, 1);
+    assert!(
+        second.contains("TypeError") && second.contains("`index` must be an integer"),
+        "{second}"
+    );
+    // Nothing was rounded and tapped: the call never reached the tool.
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.kind, Some(agent_event::Kind::ToolCall(c)) if c.tool == "tap")),
+        "{events:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_override_naming_an_unknown_provider_ends_the_run_before_any_call() {
+    let rig = rig(vec![reply("```js\ncomplete(true, 'no')\n```")]).await;
+    let events = run_with(&rig, "Anything", 5, None, |s| {
+        s.llm = Some(LlmOverride {
+            provider: "nowhere".into(),
+            ..LlmOverride::default()
+        });
+    })
+    .await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert!(
+        done.answer.contains("the model override is not usable") && done.answer.contains("nowhere"),
+        "{}",
+        done.answer
+    );
+    assert_eq!(rig.llm.request_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_help_carries_reason_and_instructions_and_the_reply_reaches_the_model() {
+    let rig = rig(vec![
+        reply("```js\nrequest_human_help('the app asks for a login code', 'read the code from the SMS and send it')\n```"),
+        reply("```js\ncomplete(true, 'logged in')\n```"),
+    ])
+    .await;
+    let events = run_with(&rig, "Log in", 5, Some("the code is 4711"), |_| {}).await;
+    let done = finished(&events);
+    assert!(done.success, "{done:?}");
+    let help: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(agent_event::Kind::HumanHelp(h)) => Some(h.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(help.len(), 1, "{events:#?}");
+    assert_eq!(help[0].agent, "codeact");
+    assert_eq!(help[0].reason, "the app asks for a login code");
+    assert_eq!(
+        help[0].instructions,
+        "read the code from the SMS and send it"
+    );
+    let second = user_prompt(&rig, 1);
+    assert!(second.contains("the code is 4711"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_help_nobody_answers_ends_the_run_at_the_deadline() {
+    let rig = rig_with(
+        vec![reply("```js\nrequest_human_help('a CAPTCHA')\n```")],
+        ExecutorConfig {
+            step_timeout_ms: 5_000,
+            human_wait_ms: 1_000,
+            ..ExecutorConfig::default()
+        },
+    )
+    .await;
+    let events = run(&rig, "Sign up", 5).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert_eq!(done.answer, "no human answered within 1 s");
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        Some(agent_event::Kind::HumanHelp(h)) if h.reason == "a CAPTCHA" && h.instructions.is_empty()
+    )));
+    assert_eq!(rig.llm.request_count(), 1);
 }

@@ -1,0 +1,66 @@
+//! What CodeAct and `ExecuteSubgoal` share around a model call: which failures no retry can
+//! fix, the usage report of one call, how to name the model in errors, and which secrets a
+//! request may use.
+use std::collections::HashMap;
+
+use droidmesh_llm::{ChatResponse, LlmClient, LlmError};
+use droidmesh_proto::v1::{LlmOverride, TokenUsage, UsageReport};
+
+/// Errors another call cannot fix: a missing or refused key, a bad configuration, a replay with
+/// no answers left.
+pub fn is_unusable(e: &LlmError) -> bool {
+    matches!(
+        e,
+        LlmError::Auth { .. }
+            | LlmError::Config(_)
+            | LlmError::ReplayExhausted { .. }
+            | LlmError::Cassette(_)
+    )
+}
+
+/// The usage of one call, as the `Usage` event and `ExecuteSubgoalResponse.usage` carry it.
+pub fn usage_report(agent: &str, r: &ChatResponse) -> UsageReport {
+    UsageReport {
+        agent: agent.into(),
+        provider: r.provider.clone(),
+        model: r.model.clone(),
+        usage: Some(TokenUsage {
+            input_tokens: r.usage.input_tokens,
+            output_tokens: r.usage.output_tokens,
+            cached_input_tokens: r.usage.cached_input_tokens.unwrap_or(0),
+            calls: 1,
+        }),
+        latency_ms: u64::try_from(r.latency.as_millis()).unwrap_or(u64::MAX),
+        finish_reason: r.finish_reason.clone(),
+        replay: r.replay,
+    }
+}
+
+/// The model an agent uses for one request, as `provider/model`, for error messages: the
+/// agent's profile with the request's override applied.
+pub fn describe_model(llm: &LlmClient, profile: &str, ov: Option<&LlmOverride>) -> String {
+    let chosen = |o: Option<&String>, p: &str| {
+        o.filter(|s| !s.trim().is_empty())
+            .cloned()
+            .unwrap_or_else(|| p.to_owned())
+    };
+    match llm.profile(profile) {
+        Ok(p) => format!(
+            "{}/{}",
+            chosen(ov.map(|o| &o.provider), &p.provider),
+            chosen(ov.map(|o| &o.model), &p.model)
+        ),
+        Err(_) => format!("profile `{profile}`, not configured"),
+    }
+}
+
+/// The secrets a request may type: those of `ids` the executor holds (ids are
+/// case-insensitive; `PIN` is DROIDMESH_SECRET_PIN).
+pub fn allowed_secrets(held: &HashMap<String, String>, ids: &[String]) -> HashMap<String, String> {
+    ids.iter()
+        .filter_map(|id| {
+            held.get(&id.to_ascii_lowercase())
+                .map(|v| (id.clone(), v.clone()))
+        })
+        .collect()
+}

@@ -1,0 +1,207 @@
+//! CodeAct's sandbox functions: one per entry of the agent crate's tool table (so prompt and
+//! sandbox cannot disagree), each reporting a ToolCall and a ToolResult event around the
+//! shared async dispatcher ([`ToolCtx::dispatch`]).
+//!
+//! Host functions run on the sandbox's own thread, which is not a runtime thread; the blocking
+//! adapter there `block_on`s the async call through the runtime handle. Async code calls
+//! [`SandboxTools::call`] (or the dispatcher) directly and never blocks.
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use droidmesh_agent::tools::{Tool, ToolSpec};
+use droidmesh_proto::v1::{ActionResult, AgentEvent, ToolCall, ToolResult, agent_event};
+use droidmesh_sandbox::{HostFunction, ParamSpec};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tonic::Status;
+use tracing::Instrument as _;
+
+use crate::device_tools::ToolCtx;
+
+/// The tools of one CodeAct run, with the events and the span their calls report to.
+pub struct SandboxTools {
+    ctx: ToolCtx,
+    rt: tokio::runtime::Handle,
+    events: mpsc::Sender<Result<AgentEvent, Status>>,
+    calls: AtomicU32,
+    /// The run's span: tool calls start on the sandbox's thread, outside any span, so each
+    /// call's span is parented on this one to stay in the task's trace.
+    span: tracing::Span,
+}
+
+impl SandboxTools {
+    /// Binds `ctx` to the current runtime and span.
+    pub fn new(ctx: ToolCtx, events: mpsc::Sender<Result<AgentEvent, Status>>) -> Self {
+        Self {
+            ctx,
+            rt: tokio::runtime::Handle::current(),
+            events,
+            calls: AtomicU32::new(0),
+            span: tracing::Span::current(),
+        }
+    }
+
+    /// The dispatcher's context (its signals are read after each step).
+    pub fn ctx(&self) -> &ToolCtx {
+        &self.ctx
+    }
+
+    async fn emit(&self, kind: agent_event::Kind) {
+        let _ = self.events.send(Ok(AgentEvent { kind: Some(kind) })).await;
+    }
+
+    /// Runs one tool call of the script: a ToolCall event, the tool under its own span, a
+    /// ToolResult event. The script gets the tool's value, or its error as a thrown error.
+    pub async fn call(&self, tool: Tool, args: Vec<Value>) -> Result<Value, String> {
+        let name = tool.name();
+        let call_id = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut named = serde_json::Map::new();
+        for (p, v) in tool.spec().params.iter().zip(&args) {
+            if !v.is_null() {
+                // A secret's id is shown; nothing a tool types from a secret ever is.
+                named.insert(p.name.to_owned(), v.clone());
+            }
+        }
+        self.emit(agent_event::Kind::ToolCall(ToolCall {
+            agent: "codeact".into(),
+            tool: name.into(),
+            arguments_json: Value::Object(named).to_string(),
+            call_id,
+        }))
+        .await;
+        let started = Instant::now();
+        let span = tracing::info_span!(parent: &self.span, "tool", tool = %name, call_id);
+        let done = self.ctx.dispatch(tool, &args).instrument(span).await;
+        let (mut result, value) = match done {
+            Ok((r, v)) => (r, Ok(v)),
+            Err(e) => (
+                ActionResult {
+                    success: false,
+                    action_taken: format!("{name} failed"),
+                    method_used: "codeact".into(),
+                    error: Some(e.clone()),
+                    ..ActionResult::default()
+                },
+                Err(e),
+            ),
+        };
+        if result.duration_us == 0 {
+            result.duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        }
+        let failed = (!result.success).then(|| {
+            result
+                .error
+                .clone()
+                .unwrap_or_else(|| result.action_taken.clone())
+        });
+        self.emit(agent_event::Kind::ToolResult(ToolResult {
+            agent: "codeact".into(),
+            tool: name.into(),
+            call_id,
+            result: Some(result),
+        }))
+        .await;
+        match (value, failed) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(e)) => Err(e),
+            (Ok(v), None) => Ok(v),
+        }
+    }
+
+    /// The blocking adapter for the sandbox's thread.
+    fn call_blocking(&self, tool: Tool, args: Vec<Value>) -> Result<Value, String> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // block_on would panic on a runtime thread; refuse instead.
+            return Err(format!(
+                "{tool} was called from an async worker; tools block only on the sandbox's thread"
+            ));
+        }
+        self.rt.block_on(self.call(tool, args))
+    }
+}
+
+/// The sandbox functions for `tools`, bound to `bridge`.
+pub fn host_functions(tools: &[ToolSpec], bridge: &Arc<SandboxTools>) -> Vec<HostFunction> {
+    tools
+        .iter()
+        .map(|spec| {
+            let bridge = bridge.clone();
+            let tool = spec.tool;
+            let mut f = HostFunction::new(spec.name, spec.description, move |args| {
+                bridge.call_blocking(tool, args)
+            });
+            for p in &spec.params {
+                f = f.param(if p.required {
+                    ParamSpec::required(p.name, p.ty, p.description)
+                } else {
+                    ParamSpec::optional(p.name, p.ty, p.description)
+                });
+            }
+            f
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use droidmesh_proto::v1::LeaseRef;
+    use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+    use droidmesh_runtime::ClientOptions;
+    use serde_json::json;
+
+    use super::*;
+
+    fn ctx() -> ToolCtx {
+        // Lazy: nothing connects unless a device tool runs.
+        let channel =
+            droidmesh_runtime::connect("http://127.0.0.1:9", &ClientOptions::default()).unwrap();
+        let lease = LeaseRef {
+            serial: "s".into(),
+            lease_id: "l".into(),
+        };
+        ToolCtx::new(
+            DeviceServiceClient::new(channel),
+            lease,
+            HashMap::new(),
+            "codeact",
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_sleeps_on_the_runtime_s_clock_and_is_capped() {
+        let started = tokio::time::Instant::now();
+        let (result, _) = ctx().dispatch(Tool::Wait, &[json!(4000)]).await.unwrap();
+        assert_eq!(result.action_taken, "waited 4000 ms");
+        // Paused time only moves for tokio timers: a thread sleep would leave it at zero.
+        assert_eq!(started.elapsed(), Duration::from_millis(4000));
+        let (result, _) = ctx().dispatch(Tool::Wait, &[json!(60_000)]).await.unwrap();
+        assert_eq!(result.action_taken, "waited 10000 ms");
+    }
+
+    #[tokio::test]
+    async fn the_blocking_adapter_refuses_a_runtime_thread_instead_of_panicking() {
+        let (tx, _rx) = mpsc::channel(4);
+        let tools = SandboxTools::new(ctx(), tx);
+        let err = tools
+            .call_blocking(Tool::Remember, vec![json!("x")])
+            .unwrap_err();
+        assert!(err.contains("async worker"), "{err}");
+        // The same call from a plain thread runs, through the runtime handle.
+        let tools = Arc::new(tools);
+        let on_thread = tools.clone();
+        let value = tokio::task::spawn_blocking(move || {
+            std::thread::spawn(move || on_thread.call_blocking(Tool::Remember, vec![json!("x")]))
+                .join()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert_eq!(value, Ok(Value::Null));
+        assert_eq!(tools.ctx().take_signals().memory, ["x"]);
+    }
+}

@@ -1,0 +1,81 @@
+//! The executor under test: a simulated device behind the real device service, a scripted
+//! LLM server on loopback, and the executor served over gRPC.
+use std::collections::HashMap;
+
+use droidmesh_device::{DeviceConfig, device_service};
+use droidmesh_executor::{ExecutorConfig, executor_service};
+use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+use droidmesh_llm::{LlmClient, LlmConfig, WireFormat};
+use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
+use droidmesh_sim::{SimFleet, SimOptions};
+use tonic::transport::server::TcpIncoming;
+
+pub struct Rig {
+    pub fleet: SimFleet,
+    pub llm: MockLlmServer,
+    pub device_ep: String,
+    pub executor: ExecutorServiceClient<tonic::transport::Channel>,
+}
+
+pub async fn serve(router: tonic::transport::server::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(router.serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true))));
+    format!("http://{addr}")
+}
+
+pub fn reply(text: &str) -> MockResponse {
+    MockResponse::success(WireFormat::Openai, text, "scripted-model", 500, 40)
+}
+
+pub async fn rig(script: Vec<MockResponse>) -> Rig {
+    rig_with(
+        script,
+        ExecutorConfig {
+            step_timeout_ms: 5_000,
+            ..ExecutorConfig::default()
+        },
+    )
+    .await
+}
+
+pub async fn rig_with(script: Vec<MockResponse>, cfg: ExecutorConfig) -> Rig {
+    rig_full(script, cfg, HashMap::new()).await
+}
+
+/// A rig whose executor holds `secrets` (id → value), as `DROIDMESH_SECRET_<ID>` would give.
+pub async fn rig_full(
+    script: Vec<MockResponse>,
+    cfg: ExecutorConfig,
+    secrets: HashMap<String, String>,
+) -> Rig {
+    let fleet = droidmesh_sim::start(SimOptions {
+        base_port: 0,
+        devices: 1,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let device = device_service(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![fleet.addrs()[0].to_string()],
+        ..DeviceConfig::default()
+    })
+    .unwrap();
+    let device_ep = serve(tonic::transport::Server::builder().add_service(device)).await;
+    let llm = MockLlmServer::start(script).await.unwrap();
+    let toml = format!(
+        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.codeact]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n[profiles.executor]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
+        llm.url()
+    );
+    let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
+    let exec = executor_service(cfg, client, device_ep.clone(), secrets).unwrap();
+    let exec_ep = serve(tonic::transport::Server::builder().add_service(exec)).await;
+    let executor = ExecutorServiceClient::connect(exec_ep).await.unwrap();
+    Rig {
+        fleet,
+        llm,
+        device_ep,
+        executor,
+    }
+}
