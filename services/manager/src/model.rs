@@ -29,7 +29,7 @@ impl Model {
             ManagerError::InvalidArgument(format!("llm override for `{profile}`: {e}"))
         })?;
         let chosen = match &target {
-            ChatTarget::Direct(p) => p,
+            ChatTarget::Direct(p) | ChatTarget::Agent { profile: p, .. } => p,
             ChatTarget::Profile(_) => &configured,
         };
         let label = if chosen.model.is_empty() {
