@@ -13,6 +13,9 @@ pub struct Config {
     pub device: droidmesh_device::DeviceConfig,
     pub gateway: droidmesh_gateway::GatewayConfig,
     pub executor: droidmesh_executor::ExecutorConfig,
+    pub manager: droidmesh_manager::ManagerConfig,
+    pub scripter: droidmesh_scripter::ScripterConfig,
+    pub text_manipulator: droidmesh_text_manipulator::TextManipulatorConfig,
     /// Providers and per-agent profiles; absent means no model is configured (`run` then
     /// replays its recorded demo).
     pub llm: Option<droidmesh_llm::LlmConfig>,
@@ -96,6 +99,15 @@ impl Validate for Config {
             problems.push(e);
         }
         if let Err(e) = self.executor.validate() {
+            problems.push(e);
+        }
+        if let Err(e) = self.manager.validate() {
+            problems.push(e);
+        }
+        if let Err(e) = self.scripter.validate() {
+            problems.push(e);
+        }
+        if let Err(e) = self.text_manipulator.validate() {
             problems.push(e);
         }
         if let Some(llm) = &self.llm

@@ -14,14 +14,18 @@ pub enum Service {
     Device,
     Executor,
     Manager,
+    Scripter,
+    TextManipulator,
     Gateway,
 }
 
 impl Service {
-    pub const ALL: [Service; 4] = [
+    pub const ALL: [Service; 6] = [
         Service::Device,
         Service::Executor,
         Service::Manager,
+        Service::Scripter,
+        Service::TextManipulator,
         Service::Gateway,
     ];
 
@@ -30,6 +34,8 @@ impl Service {
             Service::Device => "device",
             Service::Executor => "executor",
             Service::Manager => "manager",
+            Service::Scripter => "scripter",
+            Service::TextManipulator => "text-manipulator",
             Service::Gateway => "gateway",
         }
     }
@@ -39,8 +45,23 @@ impl Service {
             Service::Device => config.listen.device,
             Service::Executor => config.listen.executor,
             Service::Manager => config.listen.manager,
+            Service::Scripter => config.listen.scripter,
+            Service::TextManipulator => config.listen.text_manipulator,
             Service::Gateway => config.listen.gateway,
         }
+    }
+
+    /// Points the config's endpoint for this service at `endpoint`.
+    fn set_endpoint(self, config: &mut Config, endpoint: String) {
+        let slot = match self {
+            Service::Device => &mut config.endpoints.device,
+            Service::Executor => &mut config.endpoints.executor,
+            Service::Manager => &mut config.endpoints.manager,
+            Service::Scripter => &mut config.endpoints.scripter,
+            Service::TextManipulator => &mut config.endpoints.text_manipulator,
+            Service::Gateway => &mut config.endpoints.gateway,
+        };
+        *slot = endpoint;
     }
 }
 
@@ -80,11 +101,13 @@ pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Rout
             )
         }
         Service::Manager => {
+            let mut cfg = config.manager.clone();
+            // One prompts folder serves every agent unless the manager names its own.
+            if cfg.prompts_dir.is_none() {
+                cfg.prompts_dir.clone_from(&config.executor.prompts_dir);
+            }
             let svc = droidmesh_manager::manager_service(
-                droidmesh_manager::ManagerConfig {
-                    prompts_dir: config.executor.prompts_dir.clone(),
-                    ..droidmesh_manager::ManagerConfig::default()
-                },
+                cfg,
                 llm_client(config)?,
                 config.endpoints.device.clone(),
             )
@@ -92,6 +115,34 @@ pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Rout
             (
                 tonic::service::Routes::new(svc),
                 ServeOptions::new("manager", &[names::MANAGER]),
+            )
+        }
+        Service::Scripter => {
+            let mut cfg = config.scripter.clone();
+            if cfg.prompts_dir.is_none() {
+                cfg.prompts_dir.clone_from(&config.executor.prompts_dir);
+            }
+            let svc = droidmesh_scripter::scripter_service(cfg, llm_client(config)?)
+                .map_err(|e| anyhow::anyhow!("scripter cannot start: {e}"))?;
+            (
+                tonic::service::Routes::new(svc),
+                ServeOptions::new("scripter", &[names::SCRIPTER]),
+            )
+        }
+        Service::TextManipulator => {
+            let mut cfg = config.text_manipulator.clone();
+            if cfg.prompts_dir.is_none() {
+                cfg.prompts_dir.clone_from(&config.executor.prompts_dir);
+            }
+            let svc = droidmesh_text_manipulator::text_manipulator_service(
+                cfg,
+                llm_client(config)?,
+                config.endpoints.device.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("text manipulator cannot start: {e}"))?;
+            (
+                tonic::service::Routes::new(svc),
+                ServeOptions::new("text-manipulator", &[names::TEXT_MANIPULATOR]),
             )
         }
         Service::Gateway => {
@@ -153,13 +204,7 @@ impl Mesh {
             bound.push((service, listener, local));
         }
         for (service, _, local) in &bound {
-            let ep = format!("http://{local}");
-            match service {
-                Service::Device => config.endpoints.device = ep,
-                Service::Executor => config.endpoints.executor = ep,
-                Service::Manager => config.endpoints.manager = ep,
-                Service::Gateway => config.endpoints.gateway = ep,
-            }
+            service.set_endpoint(&mut config, format!("http://{local}"));
         }
         let (stop, _) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -202,5 +247,46 @@ impl Mesh {
             f.shutdown().await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::Service;
+    use clap::ValueEnum;
+
+    /// Every Deployment in k8s/base runs a service `droidmesh serve` knows, and every service
+    /// has a Deployment.
+    #[test]
+    fn the_kubernetes_manifests_serve_every_service() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../k8s/base");
+        let kustomization = std::fs::read_to_string(base.join("kustomization.yaml")).unwrap();
+        let mut served = Vec::new();
+        for line in kustomization.lines() {
+            let Some(file) = line.trim().strip_prefix("- ") else {
+                continue;
+            };
+            if !file.ends_with(".yaml") {
+                continue;
+            }
+            let yaml = std::fs::read_to_string(base.join(file)).unwrap();
+            let args = yaml
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("args: [\"serve\", \""))
+                .unwrap_or_else(|| panic!("{file} runs no `serve`"));
+            let name = args.split('"').next().unwrap();
+            let service = Service::from_str(name, false)
+                .unwrap_or_else(|e| panic!("{file}: `serve {name}` is refused: {e}"));
+            let port = service.port(&crate::config::Config::default());
+            assert!(
+                yaml.contains(&format!("containerPort: {port}")),
+                "{file}: expected container port {port}"
+            );
+            served.push(service);
+        }
+        for s in Service::ALL {
+            assert!(served.contains(&s), "no Deployment serves {}", s.name());
+        }
     }
 }

@@ -6,16 +6,18 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use droidmesh_proto::v1::gateway_client::GatewayClient;
-use droidmesh_proto::v1::{TaskEvent, TaskRequest, task_event};
+use droidmesh_proto::v1::{Mode, TaskEvent, TaskRequest, task_event};
 use droidmesh_runtime::ClientOptions;
 use tokio_stream::StreamExt;
 
 use crate::config::Config;
 use crate::mesh::{Mesh, Service};
 
-/// The goal the recorded demo answers.
+/// The goal the recorded demos answer.
 pub const DEMO_GOAL: &str = "Open Settings and turn on Wi-Fi";
 const DEMO_CASSETTE: &str = include_str!("../demo/wifi-on.json");
+/// The same goal in reasoning mode: the manager's and the executor's recorded answers.
+const REASONING_DEMO_CASSETTE: &str = include_str!("../demo/reasoning-wifi-on.json");
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -35,6 +37,14 @@ pub struct RunArgs {
     /// Send a screenshot to the model at every step.
     #[arg(long)]
     pub vision: bool,
+    /// Reasoning mode: a manager plans, the executor performs one action per subgoal, and
+    /// `<script>` / `TEXT_TASK:` subgoals go to the scripter and the text manipulator.
+    #[arg(long)]
+    pub reasoning: bool,
+    /// Conversation id: tasks that share one see the goals and answers of the conversation's
+    /// earlier tasks (reasoning mode answers questions about them without touching the phone).
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
     /// Simulated devices to start when the mesh is embedded.
     #[arg(long, default_value_t = 2)]
     pub sims: usize,
@@ -115,11 +125,15 @@ pub(crate) fn api_key_in_env() -> bool {
     std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty())
 }
 
-/// Points every agent at the recorded demo session.
-fn demo_llm() -> Result<droidmesh_llm::LlmConfig> {
-    let path = std::env::temp_dir().join(format!("droidmesh-demo-{}.json", std::process::id()));
-    std::fs::write(&path, DEMO_CASSETTE)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+/// Points every agent at the recorded demo session of the mode.
+fn demo_llm(reasoning: bool) -> Result<droidmesh_llm::LlmConfig> {
+    let (name, cassette) = if reasoning {
+        ("reasoning-demo", REASONING_DEMO_CASSETTE)
+    } else {
+        ("demo", DEMO_CASSETTE)
+    };
+    let path = std::env::temp_dir().join(format!("droidmesh-{name}-{}.json", std::process::id()));
+    std::fs::write(&path, cassette).with_context(|| format!("cannot write {}", path.display()))?;
     replay_llm(&path, "recorded-demo-model")
 }
 
@@ -193,21 +207,30 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
         Some(g) => (g.clone(), None),
         None => {
             if !flagged && config.llm.is_none() && !api_key_in_env() {
+                let mode = if args.reasoning {
+                    " in reasoning mode"
+                } else {
+                    ""
+                };
                 println!("note: no model is configured (no [llm] section, no OPENAI_API_KEY).");
-                println!("      Replaying a recorded session of the demo goal \"{DEMO_GOAL}\":");
+                println!(
+                    "      Replaying a recorded session of the demo goal \"{DEMO_GOAL}\"{mode}:"
+                );
                 println!("      the answers below come from a cassette, not from a live model.");
                 if args.goal.trim() != DEMO_GOAL {
                     println!(
                         "      Your goal is run on the device, but the recorded answers were made for the demo goal."
                     );
                 }
-                config.llm = Some(demo_llm()?);
+                config.llm = Some(demo_llm(args.reasoning)?);
             }
             for port in [
                 &mut config.listen.gateway,
                 &mut config.listen.device,
                 &mut config.listen.executor,
                 &mut config.listen.manager,
+                &mut config.listen.scripter,
+                &mut config.listen.text_manipulator,
             ] {
                 *port = 0;
             }
@@ -252,12 +275,19 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
         ..ClientOptions::default()
     };
     let mut client = GatewayClient::new(droidmesh_runtime::connect(&endpoint, &opts)?);
+    let mode = if args.reasoning {
+        Mode::Reasoning
+    } else {
+        Mode::Direct
+    };
     let request = TaskRequest {
         goal: args.goal.clone(),
         device,
+        mode: mode as i32,
         max_steps: args.max_steps,
         vision: args.vision,
         output_schema: schema,
+        conversation_id: args.conversation.clone().unwrap_or_default(),
         ..TaskRequest::default()
     };
     let mut stream = client
@@ -299,9 +329,14 @@ fn print_event(ev: &TaskEvent) {
                 s.detail.clone()
             }
         ),
+        // Steps inside one subgoal (the scripter's session) are not the task's steps.
+        K::StepStarted(s) if s.agent == "scripter" => format!("  scripter step {}", s.step),
         K::StepStarted(s) => format!("\nstep {}", s.step),
-        K::Thought(t) => indent(&t.text, "  thought: "),
-        K::Code(c) => format!("  code:\n{}", indent(&c.code, "    | ")),
+        K::Thought(t) if t.agent == "codeact" => indent(&t.text, "  thought: "),
+        K::Thought(t) => indent(&t.text, &format!("  {} thinks: ", t.agent)),
+        K::Code(c) if c.language == "json" => format!("  {} action: {}", c.agent, c.code.trim()),
+        K::Code(c) if c.agent == "codeact" => format!("  code:\n{}", indent(&c.code, "    | ")),
+        K::Code(c) => format!("  {} code:\n{}", c.agent, indent(&c.code, "    | ")),
         K::ToolCall(_) => return,
         K::ToolResult(r) => {
             let res = r.result.clone().unwrap_or_default();
@@ -319,8 +354,13 @@ fn print_event(ev: &TaskEvent) {
         K::Usage(u) => {
             let t = u.usage.unwrap_or_default();
             let replay = if u.replay { ", replayed" } else { "" };
+            let who = if u.agent.is_empty() || u.agent == "codeact" {
+                String::new()
+            } else {
+                format!("{} ", u.agent)
+            };
             format!(
-                "  model {}: {} tokens in, {} out, {} ms{replay}",
+                "  {who}model {}: {} tokens in, {} out, {} ms{replay}",
                 u.model, t.input_tokens, t.output_tokens, u.latency_ms
             )
         }
@@ -330,7 +370,7 @@ fn print_event(ev: &TaskEvent) {
         ),
         K::Message(m) => format!("  message: {}", m.text),
         K::Screenshot(s) => format!("  screenshot {}x{}", s.width, s.height),
-        K::Plan(p) => format!("  plan: {}", p.plan_text),
+        K::Plan(p) => format!("  plan:\n{}", indent(p.plan_text.trim(), "    ")),
         K::Handoff(h) => format!("  handoff {} -> {}: {}", h.from_agent, h.to_agent, h.reason),
         K::SubgoalResult(r) => {
             let res = r.result.clone().unwrap_or_default();
@@ -366,6 +406,12 @@ fn print_event(ev: &TaskEvent) {
             );
             if let Some(j) = &c.structured_output {
                 s.push_str(&format!("\nstructured output: {j}"));
+            }
+            if c.answered_directly {
+                s.push_str("\n(answered from the conversation, without acting on the phone)");
+            }
+            for f in &c.files {
+                s.push_str(&format!("\nfile: {} ({} bytes)", f.path, f.size_bytes));
             }
             s
         }

@@ -1,5 +1,6 @@
 //! The binary as a user meets it: a bad config is refused before anything listens, with the
-//! field named; the demo runs to success on the built-in simulators and says it is a replay.
+//! field named; the demos (direct and reasoning mode) run to success on the built-in simulators
+//! and say they are replays.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::process::Command;
 
@@ -38,6 +39,38 @@ fn the_demo_runs_on_simulators_and_says_it_is_a_replay() {
     assert!(text.contains("SUCCEEDED after 3 steps"), "{text}");
     assert!(
         text.contains("answer: Wi-Fi is on: the switch in Settings reads ON"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_reasoning_demo_plans_acts_and_says_it_is_a_replay() {
+    let out = droidmesh()
+        .args(["run", "--reasoning", "Open Settings and turn on Wi-Fi"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("in reasoning mode"), "{text}");
+    // The manager plans, the executor acts on the simulator, the manager ends the task.
+    assert!(
+        text.contains("handoff manager -> executor: Open the Settings app"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-> executor: started com.android.settings"),
+        "{text}"
+    );
+    assert!(text.contains("-> executor: tapped element 5"), "{text}");
+    assert!(text.contains("manager model recorded-demo-model"), "{text}");
+    assert!(text.contains("SUCCEEDED after 2 steps"), "{text}");
+    assert!(text.contains("(5 model calls"), "{text}");
+    assert!(
+        text.contains("answer: Wi-Fi is on: the switch in Settings reads ON."),
         "{text}"
     );
 }
