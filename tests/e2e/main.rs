@@ -16,6 +16,7 @@ use droidmesh_sim::testkit::{AdbServer, adb_available};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
+mod reasoning;
 mod trace;
 
 struct Mesh {
@@ -24,11 +25,22 @@ struct Mesh {
     gateway: GatewayClient<Channel>,
     executor: Proc,
     device: Proc,
+    /// The model double every agent process talks to (one queue, answered in call order).
+    llm: MockLlmServer,
     /// Arguments that start the device service again (after `device.kill()`).
     device_args: Vec<String>,
     _procs: Vec<Proc>,
-    _llm: MockLlmServer,
     _dir: std::path::PathBuf,
+}
+
+/// What a test adds to the mesh's config and environment.
+#[derive(Default, Clone, Copy)]
+struct Extra<'a> {
+    env: &'a [(&'a str, &'a str)],
+    /// Lines appended to the `[gateway]` section.
+    gateway: &'a str,
+    /// Whole sections appended to the config file.
+    toml: &'a str,
 }
 
 fn reply(text: &str) -> MockResponse {
@@ -52,6 +64,20 @@ async fn start(script: Vec<MockResponse>) -> Mesh {
 
 /// [`start`], every droidmesh process given `env` too.
 async fn start_env(script: Vec<MockResponse>, env: &[(&str, &str)]) -> Mesh {
+    start_with(
+        script,
+        Extra {
+            env,
+            ..Extra::default()
+        },
+    )
+    .await
+}
+
+/// Every service a separate process (device, manager, executor, scripter, text manipulator,
+/// gateway), two simulators attached through Debian's adb, and `script` as the model.
+async fn start_with(script: Vec<MockResponse>, extra: Extra<'_>) -> Mesh {
+    let env = extra.env;
     let adb = AdbServer::start().unwrap();
     let port = sim_port();
     let sim = Proc::spawn(
@@ -72,6 +98,7 @@ async fn start_env(script: Vec<MockResponse>, env: &[(&str, &str)]) -> Mesh {
     }
     let llm = MockLlmServer::start(script).await.unwrap();
     let (dev, exe, man, gw) = (free_port(), free_port(), free_port(), free_port());
+    let (scr, txt) = (free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("droidmesh-e2e-{}-{gw}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = format!(
@@ -80,12 +107,16 @@ host = "127.0.0.1"
 device = {dev}
 executor = {exe}
 manager = {man}
+scripter = {scr}
+text_manipulator = {txt}
 gateway = {gw}
 
 [endpoints]
 device = "http://127.0.0.1:{dev}"
 executor = "http://127.0.0.1:{exe}"
 manager = "http://127.0.0.1:{man}"
+scripter = "http://127.0.0.1:{scr}"
+text_manipulator = "http://127.0.0.1:{txt}"
 gateway = "http://127.0.0.1:{gw}"
 
 [device]
@@ -93,6 +124,7 @@ adb_server = "127.0.0.1:{adb}"
 
 [gateway]
 lease_ttl_ms = 3000
+{gateway_extra}
 
 [llm.providers.mock]
 wire = "openai"
@@ -102,9 +134,13 @@ retry = {{ max_attempts = 1, initial_backoff = "10ms", max_backoff = "10ms" }}
 [llm.profiles.default]
 provider = "mock"
 model = "scripted-model"
+
+{extra_toml}
 "#,
         adb = adb.port,
-        url = llm.url()
+        url = llm.url(),
+        gateway_extra = extra.gateway,
+        extra_toml = extra.toml,
     );
     let path = dir.join("droidmesh.toml");
     std::fs::write(&path, config).unwrap();
@@ -114,13 +150,13 @@ model = "scripted-model"
         .map(String::from)
         .to_vec();
     let device = Proc::spawn_env("device", &["--config", cfg, "serve", "device"], env).unwrap();
-    for svc in ["manager", "gateway"] {
+    for svc in ["manager", "scripter", "text-manipulator", "gateway"] {
         procs.push(Proc::spawn_env(svc, &["--config", cfg, "serve", svc], env).unwrap());
     }
     let executor =
         Proc::spawn_env("executor", &["--config", cfg, "serve", "executor"], env).unwrap();
     // Every service listens before the first task.
-    for p in [dev, exe, man, gw] {
+    for p in [dev, exe, man, scr, txt, gw] {
         let mut up = false;
         for _ in 0..300 {
             if std::net::TcpStream::connect(("127.0.0.1", p)).is_ok() {
@@ -154,7 +190,7 @@ model = "scripted-model"
         device,
         device_args,
         _procs: procs,
-        _llm: llm,
+        llm,
         _dir: dir,
     }
 }

@@ -224,3 +224,157 @@ async fn a_task_is_one_trace_across_the_processes() {
 }
 
 const SECRET: &str = "4711-2342-zz";
+
+/// Starts an OTLP collector on loopback; returns it, its endpoint and its server task.
+async fn collector() -> (Collector, String, tokio::task::JoinHandle<()>) {
+    let collector = Collector::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let otlp = format!("http://{}", listener.local_addr().unwrap());
+    let svc = TraceServiceServer::new(collector.clone());
+    let server = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+            .await;
+    });
+    (collector, otlp, server)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reasoning_task_is_one_trace_across_every_agent_and_the_device() {
+    if !adb_available() {
+        eprintln!("note: adb is not installed; skipping the cross-process tests");
+        return;
+    }
+    let (collector, otlp, server) = collector().await;
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("RUST_LOG", "info"),
+    ];
+    let act = |a: &str| {
+        reply(&format!(
+            "### Thought\nok\n### Action\n{a}\n### Description\nok"
+        ))
+    };
+    let plan = |p: &str| {
+        reply(&format!(
+            "<thought>\nnext\n</thought>\n<plan>\n{p}\n</plan>"
+        ))
+    };
+    let mesh = start_with(
+        vec![
+            plan("1. Open the Notes app"),
+            act(r#"{"action": "open_app", "name_or_package": "Notes"}"#),
+            plan("1. Type \"b, a\" into the note field"),
+            act(r#"{"action": "type_text", "text": "b, a", "index": 1}"#),
+            plan("<script>\nSort the letters b and a.\n</script>"),
+            reply("```js\nconsole.log(['b', 'a'].sort().join(', '))\n```"),
+            reply("a, b"),
+            plan("TEXT_TASK: Replace the text with \"a, b\""),
+            reply("```js\ninput_text(\"a, b\")\n```"),
+            reply("<thought>\ndone\n</thought>\n<request_accomplished success=\"true\">\nsorted\n</request_accomplished>"),
+        ],
+        Extra {
+            env: &env,
+            ..Extra::default()
+        },
+    )
+    .await;
+    let events = run(
+        &mesh,
+        TaskRequest {
+            goal: "Sort my note".into(),
+            device: mesh.serials[0].clone(),
+            mode: droidmesh_proto::v1::Mode::Reasoning as i32,
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    assert!(completed(&events).success, "{events:#?}");
+
+    let services = [
+        "droidmesh-gateway",
+        "droidmesh-manager",
+        "droidmesh-executor",
+        "droidmesh-scripter",
+        "droidmesh-text-manipulator",
+        "droidmesh-device",
+    ];
+    let mut trace: Vec<Got> = Vec::new();
+    for _ in 0..100 {
+        let spans = collector.spans.lock().unwrap().clone();
+        if let Some(root) = spans
+            .iter()
+            .find(|g| g.service == "droidmesh-gateway" && g.span.name.contains("RunTask"))
+        {
+            trace = spans
+                .iter()
+                .filter(|g| g.span.trace_id == root.span.trace_id)
+                .cloned()
+                .collect();
+            let seen: HashSet<&str> = trace.iter().map(|g| g.service.as_str()).collect();
+            // The text manipulator's TypeText is the task's last device call.
+            let typed = trace
+                .iter()
+                .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"));
+            if services.iter().all(|s| seen.contains(s)) && typed {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let names: Vec<String> = trace
+        .iter()
+        .map(|g| format!("{}: {}", g.service, g.span.name))
+        .collect();
+    for s in services {
+        assert!(
+            trace.iter().any(|g| g.service == s),
+            "no {s} span in the task's trace: {names:#?}"
+        );
+    }
+    let by_id: HashMap<&[u8], &Got> = trace
+        .iter()
+        .map(|g| (g.span.span_id.as_slice(), g))
+        .collect();
+    // Each agent's RPC hangs under the gateway's `invoke_agent {agent}` span for it.
+    for (service, agent) in [
+        ("droidmesh-manager", "manager"),
+        ("droidmesh-executor", "executor"),
+        ("droidmesh-scripter", "scripter"),
+        ("droidmesh-text-manipulator", "text_manipulator"),
+    ] {
+        let parented = trace.iter().filter(|g| g.service == service).any(|g| {
+            by_id
+                .get(g.span.parent_span_id.as_slice())
+                .is_some_and(|p| {
+                    p.service == "droidmesh-gateway"
+                        && p.span.name == format!("invoke_agent {agent}")
+                })
+        });
+        assert!(
+            parented,
+            "no {service} span is a child of the gateway's invoke_agent {agent}: {names:#?}"
+        );
+    }
+    // The device calls hang under the agents that made them.
+    let device_parents: HashSet<String> = trace
+        .iter()
+        .filter(|g| g.service == "droidmesh-device")
+        .filter_map(|g| by_id.get(g.span.parent_span_id.as_slice()))
+        .map(|p| p.service.clone())
+        .collect();
+    for caller in [
+        "droidmesh-manager",
+        "droidmesh-executor",
+        "droidmesh-text-manipulator",
+    ] {
+        assert!(
+            device_parents.contains(caller),
+            "no device span is a child of a {caller} span: {names:#?}"
+        );
+    }
+    drop(mesh);
+    server.abort();
+}

@@ -107,7 +107,7 @@ async fn real_main(cli: Cli) -> Result<()> {
         Command::Serve { service, listen } => {
             let config = load(cli.config)?;
             let mut telemetry_opts =
-                TelemetryOptions::new(&format!("droidmesh-{service:?}").to_lowercase());
+                TelemetryOptions::new(&format!("droidmesh-{}", service.name()));
             telemetry_opts.json = config.telemetry.json;
             let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             let addr = listen.unwrap_or_else(|| config.listen.addr(service.port(&config)));
