@@ -1,8 +1,10 @@
 //! Benchmarks of the whole mesh, services as separate processes (`cargo build --release -p
 //! droidmesh && cargo bench -p droidmesh-e2e --bench mesh`): framework overhead per CodeAct
 //! step with a zero-latency LLM double, step rate of 50 concurrent tasks on 50 simulators with
-//! a 200 ms LLM double, resident memory per active task, `droidmesh run` cold start, and the
-//! device layer's footprint (one idle simulated device; the device service holding 20).
+//! a 200 ms LLM double, the same figures for reasoning mode (a manager plan and an executor
+//! subgoal per step; the gateway's routing overhead per handoff), resident memory per active
+//! task, `droidmesh run` cold start, and the device layer's footprint (one idle simulated
+//! device; the device service holding 20).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -14,15 +16,22 @@ use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::gateway_client::GatewayClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, GetStateRequest, ListDevicesRequest, TaskRequest, task_event,
+    AcquireLeaseRequest, DeviceBinding, ExecuteSubgoalRequest, GetStateRequest, LeaseRef,
+    ListDevicesRequest, Mode, PlanRequest, ReleaseLeaseRequest, TaskRequest, task_event,
 };
 use tokio_stream::StreamExt;
 
 const STEP: &str = "```javascript\nconsole.log(ui_state.length)\n```";
 
+/// One reply that both reasoning agents accept: the manager reads a one-subgoal plan, the
+/// executor the action under it (a key press, so every step reaches the device).
+const REASONING_STEP: &str = "<thought>\nnext\n</thought>\n<plan>\n1. Press the down key\n</plan>\n\n### Action\n{\"action\": \"press_key\", \"key\": \"dpad_down\"}\n";
+
 struct Mesh {
     gateway: GatewayClient<tonic::transport::Channel>,
     device_ep: String,
+    manager_ep: String,
+    executor_ep: String,
     serials: Vec<String>,
     pids: Vec<(String, u32)>,
     _procs: Vec<Proc>,
@@ -114,6 +123,8 @@ async fn start(sims: usize, llm_url: &str) -> Mesh {
     Mesh {
         gateway,
         device_ep: format!("http://127.0.0.1:{dev}"),
+        manager_ep: format!("http://127.0.0.1:{man}"),
+        executor_ep: format!("http://127.0.0.1:{exe}"),
         serials,
         pids,
         _procs: procs,
@@ -122,11 +133,16 @@ async fn start(sims: usize, llm_url: &str) -> Mesh {
 
 /// Runs one task of `steps` steps; returns the times between consecutive step starts.
 async fn task(mesh: &Mesh, serial: &str, steps: u32) -> Vec<Duration> {
+    task_in(mesh, serial, steps, Mode::Direct).await
+}
+
+async fn task_in(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Vec<Duration> {
     let mut g = mesh.gateway.clone();
     let req = TaskRequest {
         goal: "bench".into(),
         device: serial.into(),
         max_steps: Some(steps),
+        mode: mode as i32,
         ..TaskRequest::default()
     };
     let mut s = g.run_task(req).await.unwrap().into_inner();
@@ -251,6 +267,8 @@ async fn main() {
     );
     drop(mesh);
 
+    reasoning().await;
+
     // 3. `droidmesh run` cold start to the first device request (embedded mesh, replay).
     let mut samples = Vec::new();
     for _ in 0..5 {
@@ -275,6 +293,145 @@ async fn main() {
     println!(
         "droidmesh run: process start to step 1 (first device read follows at once): p50 {:?} (target <= 500 ms)",
         pct(&mut samples, 0.5)
+    );
+}
+
+/// Reasoning mode: one step is a manager plan and an executor subgoal, routed by the gateway.
+/// The gateway's own share of a step is the step time minus the two agent calls made
+/// directly (same requests, same mesh); each step has two handoffs (to the executor, back to
+/// the manager).
+async fn reasoning() {
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(MockResponse::success(
+        WireFormat::Openai,
+        REASONING_STEP,
+        "bench",
+        100,
+        10,
+    ));
+    let mesh = start(1, &llm.url()).await;
+    let serial = mesh.serials[0].clone();
+    let _warm = task_in(&mesh, &serial, 5, Mode::Reasoning).await;
+    let mut steps = task_in(&mesh, &serial, 200, Mode::Reasoning).await;
+
+    // The same agent calls, made directly.
+    let mut device = DeviceServiceClient::connect(mesh.device_ep.clone())
+        .await
+        .unwrap();
+    let lease = device
+        .acquire_lease(AcquireLeaseRequest {
+            serial: serial.clone(),
+            holder: "bench".into(),
+            ttl_ms: 600_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let binding = DeviceBinding {
+        endpoint: mesh.device_ep.clone(),
+        lease: Some(LeaseRef {
+            serial: serial.clone(),
+            lease_id: lease.lease_id.clone(),
+        }),
+    };
+    let mut manager = droidmesh_proto::v1::manager_service_client::ManagerServiceClient::connect(
+        mesh.manager_ep.clone(),
+    )
+    .await
+    .unwrap();
+    let mut executor =
+        droidmesh_proto::v1::executor_service_client::ExecutorServiceClient::connect(
+            mesh.executor_ep.clone(),
+        )
+        .await
+        .unwrap();
+    let (mut plans, mut acts) = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        let t = Instant::now();
+        manager
+            .plan(PlanRequest {
+                task_id: "bench".into(),
+                instruction: "bench".into(),
+                device: Some(binding.clone()),
+                ..PlanRequest::default()
+            })
+            .await
+            .unwrap();
+        plans.push(t.elapsed());
+        let t = Instant::now();
+        let r = executor
+            .execute_subgoal(ExecuteSubgoalRequest {
+                task_id: "bench".into(),
+                instruction: "bench".into(),
+                subgoal: "Press the down key".into(),
+                plan: "1. Press the down key".into(),
+                device: Some(binding.clone()),
+                ..ExecuteSubgoalRequest::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        acts.push(t.elapsed());
+        assert!(
+            r.result.is_some_and(|r| r.success),
+            "the bench action failed"
+        );
+    }
+    device
+        .release_lease(ReleaseLeaseRequest {
+            lease: binding.lease.clone(),
+        })
+        .await
+        .unwrap();
+    let (step50, plan50, act50) = (
+        pct(&mut steps, 0.5),
+        pct(&mut plans, 0.5),
+        pct(&mut acts, 0.5),
+    );
+    println!(
+        "reasoning step (manager plan + executor subgoal + device), zero-latency LLM (n={}): p50 {:?} p90 {:?} (target <= 5 ms)",
+        steps.len(),
+        step50,
+        pct(&mut steps, 0.9)
+    );
+    println!("  Plan alone p50 {plan50:?}; ExecuteSubgoal alone p50 {act50:?}");
+    println!(
+        "  gateway routing overhead per handoff ((step - plan - subgoal) / 2) p50 ~ {:?} (target <= 1 ms)",
+        step50.saturating_sub(plan50).saturating_sub(act50) / 2
+    );
+    drop(mesh);
+
+    // 50 concurrent reasoning tasks, 200 ms LLM: each step waits for two model calls.
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(
+        MockResponse::success(WireFormat::Openai, REASONING_STEP, "bench", 100, 10)
+            .delay(Duration::from_millis(200)),
+    );
+    let n = 50;
+    let mesh = std::sync::Arc::new(start(n, &llm.url()).await);
+    let steps_per_task = 10u32;
+    let t = Instant::now();
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let m = mesh.clone();
+        handles.push(tokio::spawn(async move {
+            let serial = m.serials[i].clone();
+            task_in(&m, &serial, steps_per_task, Mode::Reasoning).await
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let wall = t.elapsed();
+    // The last step's plan runs too (it finds the step limit), hence steps + 1 plans.
+    let ideal_wall = Duration::from_millis(200) * (2 * steps_per_task + 1);
+    println!(
+        "{n} concurrent reasoning tasks x {steps_per_task} steps, 200 ms LLM: {:.1?}; ideal {:.1?} -> {:.0}% of ideal (target >= 90%)",
+        wall,
+        ideal_wall,
+        100.0 * ideal_wall.as_secs_f64() / wall.as_secs_f64()
     );
 }
 
