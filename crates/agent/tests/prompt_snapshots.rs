@@ -150,6 +150,24 @@ fn executor_system() {
         app_card: None,
         secret_ids: vec!["wifi_password".into()],
         action_history: fixtures::actions(),
+        handoff_context: None,
+    }));
+}
+
+#[test]
+fn executor_system_handed_over() {
+    insta::assert_snapshot!(render(&ExecutorSystem {
+        instruction: "Post today's rate and show it on the phone".into(),
+        plan: "1. Open the Notes app".into(),
+        subgoal: "Open the Notes app".into(),
+        actions: json_actions(&select(&["open_app", "tap"]).unwrap()),
+        phone: fixtures::phone(),
+        ui_state: Vec::new(),
+        handoff_context: droidmesh_agent::prompts::handoff_text(&serde_json::json!({
+            "reason": "the rate is known; it must be shown in Notes",
+            "rate": "1.08"
+        })),
+        ..ExecutorSystem::default()
     }));
 }
 
@@ -228,6 +246,7 @@ fn text_manipulator_system() {
         plan: "1. Tap the message field\nTEXT_TASK: Put \"Hi Sam,\" on its own line at the beginning\n2. Tap Send".into(),
         task: "Put \"Hi Sam,\" on its own line at the beginning".into(),
         original: "On my way,\nsee you at 6.".into(),
+        handoff_context: None,
         max_chars: 4000,
     }));
 }

@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use droidmesh_agent::parse::{ExecutorAction, parse_executor};
-use droidmesh_agent::prompts::{ActionRecord, ExecutorSystem};
+use droidmesh_agent::prompts::{ActionRecord, ExecutorSystem, handoff_text};
 use droidmesh_agent::tools::{self, ATOMIC_ACTIONS, ToolSpec};
 use droidmesh_llm::{ChatRequest, Message};
 use droidmesh_proto::v1::{ActionResult, ExecuteSubgoalRequest, ExecuteSubgoalResponse};
@@ -168,6 +168,10 @@ fn prompt(
                 feedback: a.feedback.clone(),
             })
             .collect(),
+        handoff_context: req
+            .handoff_context
+            .as_ref()
+            .and_then(|c| handoff_text(&droidmesh_proto::struct_to_json(c))),
     }
 }
 

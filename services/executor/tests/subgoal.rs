@@ -199,6 +199,10 @@ async fn an_alias_names_the_same_action() {
     assert_eq!(setting(&rig, "bluetooth_on"), "1");
     let mut req = request(&leased, "Turn Bluetooth off");
     req.vision = true;
+    // Handed over by another agent: its context is shown with the subgoal.
+    req.handoff_context = Some(droidmesh_proto::json_to_struct(&json!({
+        "reason": "the scripter found that Bluetooth must be off"
+    })));
     let resp = execute(&rig, req).await.unwrap();
     assert!(result(&resp).success, "{resp:?}");
     assert_eq!(data(result(&resp))["action"], "tap");
@@ -208,6 +212,11 @@ async fn an_alias_names_the_same_action() {
     let system = body["messages"][0]["content"].as_str().unwrap();
     assert!(
         system.contains("A screenshot of the screen is attached."),
+        "{system}"
+    );
+    assert!(
+        system.contains("## Handed over by another agent")
+            && system.contains("the scripter found that Bluetooth must be off"),
         "{system}"
     );
     let user = body["messages"][1]["content"].to_string();

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use droidmesh_agent::parse::extract_code;
-use droidmesh_agent::prompts::{PromptSet, TextManipulatorErrorCorrection, TextManipulatorSystem};
+use droidmesh_agent::prompts::{
+    PromptSet, TextManipulatorErrorCorrection, TextManipulatorSystem, handoff_text,
+};
 use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, LlmError, Message};
 use droidmesh_proto::v1::text_manipulator_service_server::TextManipulatorService;
 use droidmesh_proto::v1::{DeviceBinding, LeaseRef, ManipulateRequest, ManipulateResponse};
@@ -323,6 +325,11 @@ impl Attempts<'_> {
             plan: self.req.plan.clone(),
             task: self.req.subgoal.trim().to_owned(),
             original: self.original.to_owned(),
+            handoff_context: self
+                .req
+                .handoff_context
+                .as_ref()
+                .and_then(|c| handoff_text(&droidmesh_proto::struct_to_json(c))),
             max_chars: cfg.max_text_chars,
         })?;
         let mut last: Option<Failure> = None;

@@ -69,6 +69,9 @@ async fn a_given_original_needs_no_device_and_nothing_is_typed() {
     rig.type_into("note_input", "untouched", false).await;
     let mut request = rig.request("Turn the items into a bulleted list", false);
     request.original = Some("tea, rice".into());
+    request.handoff_context = Some(droidmesh_proto::json_to_struct(
+        &json!({"reason": "the list came from the scripter"}),
+    ));
     // Nothing listens here: any device call would fail the request.
     request.device = Some(DeviceBinding {
         endpoint: "http://127.0.0.1:1".into(),
@@ -85,6 +88,11 @@ async fn a_given_original_needs_no_device_and_nothing_is_typed() {
         result.action_taken
     );
     assert!(rig.last_message(0).contains("tea, rice"));
+    // Context handed over by another agent is shown too.
+    assert!(
+        rig.last_message(0)
+            .contains("the list came from the scripter")
+    );
     assert_eq!(rig.element("note_input").await.text, "untouched");
 }
 

@@ -221,6 +221,8 @@ pub struct ExecutorSystem {
     pub secret_ids: Vec<String>,
     /// The last few actions, oldest first.
     pub action_history: Vec<ActionRecord>,
+    /// What the agent that handed the subgoal over passed along (pretty JSON), if any.
+    pub handoff_context: Option<String>,
 }
 
 /// `scripter/system.jinja`: an off-device task; fixed for a run.
@@ -283,6 +285,8 @@ pub struct TextManipulatorSystem {
     pub task: String,
     /// The field's current text (the script's `ORIGINAL`).
     pub original: String,
+    /// What the agent that asked for the edit passed along (pretty JSON), if any.
+    pub handoff_context: Option<String>,
     /// Longest text the program may produce, in characters.
     pub max_chars: usize,
 }

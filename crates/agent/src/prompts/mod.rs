@@ -325,6 +325,33 @@ fn describe(e: &minijinja::Error) -> String {
     message
 }
 
+/// Longest handoff context shown in a prompt, in characters.
+pub const HANDOFF_CONTEXT_CHARS: usize = 4_000;
+
+/// A handoff context as a prompt shows it: pretty JSON, cut at [`HANDOFF_CONTEXT_CHARS`] with
+/// a note saying so; `None` when there is nothing to show.
+pub fn handoff_text(context: &serde_json::Value) -> Option<String> {
+    let empty = match context {
+        serde_json::Value::Null => true,
+        serde_json::Value::Object(m) => m.is_empty(),
+        _ => false,
+    };
+    if empty {
+        return None;
+    }
+    let text = serde_json::to_string_pretty(context).unwrap_or_else(|_| context.to_string());
+    let total = text.chars().count();
+    if total <= HANDOFF_CONTEXT_CHARS {
+        return Some(text);
+    }
+    let mut cut: String = text.chars().take(HANDOFF_CONTEXT_CHARS).collect();
+    cut.push_str(&format!(
+        "\n[…{} more characters cut]",
+        total - HANDOFF_CONTEXT_CHARS
+    ));
+    Some(cut)
+}
+
 /// The `quote` filter: a string as a JSON string literal.
 fn quote(value: &str) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| format!("\"{value}\""))
