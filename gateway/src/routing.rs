@@ -13,7 +13,7 @@ use tracing::Instrument as _;
 use crate::agents::Agent;
 use crate::direct::relay;
 use crate::error::PeerError;
-use crate::runner::{Deps, add_usage};
+use crate::runner::{Deps, record_usage};
 use crate::store::TaskEntry;
 
 /// What every agent request of a task shares, as the task has it when the subgoal is routed.
@@ -151,10 +151,7 @@ async fn executor(
         Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
     };
     if let Some(u) = &r.usage {
-        if let Some(usage) = &u.usage {
-            entry.update(|t| add_usage(&mut t.usage, usage));
-        }
-        entry.push(task_event::Kind::Usage(u.clone()));
+        record_usage(entry, u);
     }
     if !r.thought.trim().is_empty() {
         entry.push(task_event::Kind::Thought(Thought {
@@ -263,10 +260,7 @@ async fn text(
         Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
     };
     if let Some(u) = &r.usage {
-        if let Some(usage) = &u.usage {
-            entry.update(|t| add_usage(&mut t.usage, usage));
-        }
-        entry.push(task_event::Kind::Usage(u.clone()));
+        record_usage(entry, u);
     }
     if !r.code_ran.trim().is_empty() {
         entry.push(task_event::Kind::Code(CodeBlock {

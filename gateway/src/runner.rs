@@ -8,7 +8,7 @@ use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
     AcquireLeaseRequest, Lease, LeaseRef, ReleaseLeaseRequest, RenewLeaseRequest,
     StructureOutputRequest, TaskCompleted, TaskRequest, TaskState, TaskStatus, TokenUsage,
-    task_event,
+    UsageReport, task_event,
 };
 use droidmesh_runtime::TracedChannel;
 use tokio::sync::mpsc;
@@ -229,6 +229,14 @@ async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<S
     }
 }
 
+/// Adds an agent's usage report to the task's totals and its event log.
+pub fn record_usage(entry: &TaskEntry, report: &UsageReport) {
+    if let Some(usage) = &report.usage {
+        entry.update(|t| add_usage(&mut t.usage, usage));
+    }
+    entry.push(task_event::Kind::Usage(report.clone()));
+}
+
 pub fn add_usage(total: &mut Option<TokenUsage>, u: &TokenUsage) {
     let t = total.get_or_insert_with(TokenUsage::default);
     t.input_tokens += u.input_tokens;
@@ -257,10 +265,7 @@ async fn structure(deps: &Deps, entry: &TaskEntry, req: &TaskRequest, ending: En
         Ok(r) => {
             let r = r.into_inner();
             if let Some(u) = &r.usage {
-                if let Some(usage) = &u.usage {
-                    entry.update(|t| add_usage(&mut t.usage, usage));
-                }
-                entry.push(task_event::Kind::Usage(u.clone()));
+                record_usage(entry, u);
             }
             if r.valid {
                 entry.update(|t| t.structured_output = Some(r.json.clone()));

@@ -79,6 +79,16 @@ impl LlmError {
         )
     }
 
+    /// Whether no further call can succeed until someone changes something: a missing or
+    /// refused key, a bad configuration, a replay with no answers left or a broken cassette.
+    /// Agents end their run on these instead of trying another step.
+    pub fn is_unusable(&self) -> bool {
+        matches!(
+            self,
+            Self::Auth { .. } | Self::Config(_) | Self::ReplayExhausted { .. } | Self::Cassette(_)
+        )
+    }
+
     /// A short stable name, used as the `error.type` span attribute.
     pub fn kind(&self) -> &'static str {
         match self {

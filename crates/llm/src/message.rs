@@ -229,6 +229,24 @@ pub struct ChatResponse {
 
 impl ChatResponse {
     /// Whether the answer was cut off by the token limit.
+    /// This one call as an agent reports it in its `Usage` event.
+    pub fn usage_report(&self, agent: &str) -> droidmesh_proto::v1::UsageReport {
+        droidmesh_proto::v1::UsageReport {
+            agent: agent.into(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            usage: Some(droidmesh_proto::v1::TokenUsage {
+                input_tokens: self.usage.input_tokens,
+                output_tokens: self.usage.output_tokens,
+                cached_input_tokens: self.usage.cached_input_tokens.unwrap_or(0),
+                calls: 1,
+            }),
+            latency_ms: u64::try_from(self.latency.as_millis()).unwrap_or(u64::MAX),
+            finish_reason: self.finish_reason.clone(),
+            replay: self.replay,
+        }
+    }
+
     pub fn truncated(&self) -> bool {
         self.finish_reason == "length"
     }

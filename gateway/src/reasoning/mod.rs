@@ -16,7 +16,7 @@ use crate::agents::Agent;
 use crate::driver::{Driver, Ending, TaskCtx, non_empty};
 use crate::error::PeerError;
 use crate::routing::{Routed, route};
-use crate::runner::{add_usage, set_state};
+use crate::runner::{record_usage, set_state};
 
 mod steer;
 
@@ -396,10 +396,7 @@ impl<'a> Loop<'a> {
     fn take_plan(&mut self, plan: &PlanResponse) {
         let entry = self.ctx.entry;
         if let Some(u) = &plan.usage {
-            if let Some(usage) = &u.usage {
-                entry.update(|t| add_usage(&mut t.usage, usage));
-            }
-            entry.push(task_event::Kind::Usage(u.clone()));
+            record_usage(entry, u);
         }
         if !plan.thought.trim().is_empty() {
             entry.push(task_event::Kind::Thought(Thought {

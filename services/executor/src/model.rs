@@ -4,36 +4,16 @@
 use std::collections::HashMap;
 
 use droidmesh_llm::{ChatResponse, LlmClient, LlmError};
-use droidmesh_proto::v1::{LlmOverride, TokenUsage, UsageReport};
+use droidmesh_proto::v1::{LlmOverride, UsageReport};
 
-/// Errors another call cannot fix: a missing or refused key, a bad configuration, a replay with
-/// no answers left.
+/// Errors another call cannot fix (see [`LlmError::is_unusable`]).
 pub fn is_unusable(e: &LlmError) -> bool {
-    matches!(
-        e,
-        LlmError::Auth { .. }
-            | LlmError::Config(_)
-            | LlmError::ReplayExhausted { .. }
-            | LlmError::Cassette(_)
-    )
+    e.is_unusable()
 }
 
 /// The usage of one call, as the `Usage` event and `ExecuteSubgoalResponse.usage` carry it.
 pub fn usage_report(agent: &str, r: &ChatResponse) -> UsageReport {
-    UsageReport {
-        agent: agent.into(),
-        provider: r.provider.clone(),
-        model: r.model.clone(),
-        usage: Some(TokenUsage {
-            input_tokens: r.usage.input_tokens,
-            output_tokens: r.usage.output_tokens,
-            cached_input_tokens: r.usage.cached_input_tokens.unwrap_or(0),
-            calls: 1,
-        }),
-        latency_ms: u64::try_from(r.latency.as_millis()).unwrap_or(u64::MAX),
-        finish_reason: r.finish_reason.clone(),
-        replay: r.replay,
-    }
+    r.usage_report(agent)
 }
 
 /// The model an agent uses for one request, as `provider/model`, for error messages: the

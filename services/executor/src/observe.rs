@@ -40,41 +40,7 @@ pub async fn observe(
     })
 }
 
-/// The device state as the prompt and the sandbox's `ui_state` show it.
+/// The device state as the prompt and the sandbox's `ui_state` show it (every element).
 pub fn prompt_state(state: &UiState) -> (Vec<UiElement>, PhoneState) {
-    let elements = state
-        .elements
-        .iter()
-        .map(|e| {
-            let b = e.bounds.unwrap_or_default();
-            UiElement {
-                index: e.index,
-                depth: e.depth,
-                class_name: e.class_name.clone(),
-                text: e.text.clone(),
-                content_desc: e.content_desc.clone(),
-                resource_id: e.resource_id.clone(),
-                bounds: [b.left, b.top, b.right, b.bottom],
-                clickable: e.clickable,
-                long_clickable: e.long_clickable,
-                checkable: e.checkable,
-                checked: e.checked,
-                editable: e.editable,
-                focused: e.focused,
-                scrollable: e.scrollable,
-                selected: e.selected,
-                disabled: !e.enabled,
-                password: e.password,
-            }
-        })
-        .collect();
-    let p = state.phone.clone().unwrap_or_default();
-    let phone = PhoneState {
-        package: p.package,
-        activity: p.activity,
-        keyboard_shown: p.keyboard_shown,
-        focused_index: p.focused_index,
-        focused_text: p.focused_text,
-    };
-    (elements, phone)
+    droidmesh_agent::prompts::screen(state, usize::MAX)
 }

@@ -44,10 +44,7 @@ impl ManagerError {
     /// Sorts a failed model call: errors no retry can fix, and the rest.
     pub fn model(agent: &'static str, model: String, source: LlmError) -> Self {
         match source {
-            LlmError::Auth { .. }
-            | LlmError::Config(_)
-            | LlmError::ReplayExhausted { .. }
-            | LlmError::Cassette(_) => Self::ModelUnusable {
+            source if source.is_unusable() => Self::ModelUnusable {
                 agent,
                 model,
                 source,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use droidmesh_agent::parse::{CodeExtraction, extract_code, final_message};
 use droidmesh_agent::prompts::{CodeActStep, PromptSet, ScripterUser};
-use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, LlmError, Message};
+use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, Message};
 use droidmesh_proto::v1::{
     AgentEvent, CodeBlock, Observation, RunScriptRequest, StepStarted, Thought, TokenUsage,
     UsageReport, agent_event,
@@ -155,12 +155,9 @@ impl Run {
                 ..CodeActStep::default()
             };
             match reply {
-                Err(
-                    e @ (LlmError::Auth { .. }
-                    | LlmError::Config(_)
-                    | LlmError::ReplayExhausted { .. }
-                    | LlmError::Cassette(_)),
-                ) => return fail(step, format!("the model cannot be used: {e}")),
+                Err(e) if e.is_unusable() => {
+                    return fail(step, format!("the model cannot be used: {e}"));
+                }
                 Err(e) => record.error = Some(format!("the model call failed: {e}")),
                 Ok(r) => {
                     add_usage(usage, &r.usage);
@@ -333,20 +330,7 @@ fn add_usage(total: &mut TokenUsage, u: &droidmesh_llm::Usage) {
 }
 
 fn usage_report(r: &droidmesh_llm::ChatResponse) -> UsageReport {
-    UsageReport {
-        agent: AGENT.into(),
-        provider: r.provider.clone(),
-        model: r.model.clone(),
-        usage: Some(TokenUsage {
-            input_tokens: r.usage.input_tokens,
-            output_tokens: r.usage.output_tokens,
-            cached_input_tokens: r.usage.cached_input_tokens.unwrap_or(0),
-            calls: 1,
-        }),
-        latency_ms: u64::try_from(r.latency.as_millis()).unwrap_or(u64::MAX),
-        finish_reason: r.finish_reason.clone(),
-        replay: r.replay,
-    }
+    r.usage_report(AGENT)
 }
 
 /// What a run printed (console, then `=> value`), capped, and its error in words.

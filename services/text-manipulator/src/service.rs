@@ -68,13 +68,7 @@ struct Failure {
 
 /// Model errors that another attempt cannot fix.
 fn unusable(e: &LlmError) -> bool {
-    matches!(
-        e,
-        LlmError::Auth { .. }
-            | LlmError::Config(_)
-            | LlmError::ReplayExhausted { .. }
-            | LlmError::Cassette(_)
-    )
+    e.is_unusable()
 }
 
 impl TextManipulator {

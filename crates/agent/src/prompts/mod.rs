@@ -12,6 +12,7 @@
 //! newlines escaped).
 
 mod context;
+mod screen;
 
 use std::{
     collections::HashSet,
@@ -31,6 +32,7 @@ pub use context::{
     TextManipulatorErrorCorrection, TextManipulatorSystem, UiElement,
 };
 pub use context::{ConversationTurn, ProducedFile};
+pub use screen::screen;
 
 /// A template that can be rendered, with the relative path it has under `prompts/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
