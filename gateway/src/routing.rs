@@ -159,13 +159,7 @@ async fn executor(
             text: r.thought.clone(),
         }));
     }
-    if !r.action_json.trim().is_empty() {
-        entry.push(task_event::Kind::Code(CodeBlock {
-            agent: agent.name().into(),
-            language: "json".into(),
-            code: r.action_json.clone(),
-        }));
-    }
+    push_code(entry, agent, "json", &r.action_json);
     let result = r.result.unwrap_or_else(|| ActionResult {
         success: false,
         action_taken: "the executor returned no result".into(),
@@ -262,13 +256,7 @@ async fn text(
     if let Some(u) = &r.usage {
         record_usage(entry, u);
     }
-    if !r.code_ran.trim().is_empty() {
-        entry.push(task_event::Kind::Code(CodeBlock {
-            agent: agent.name().into(),
-            language: "javascript".into(),
-            code: r.code_ran.clone(),
-        }));
-    }
+    push_code(entry, agent, "javascript", &r.code_ran);
     let result = r
         .result
         .unwrap_or_else(|| failure(agent, "the text manipulator returned no result".into()));
@@ -281,6 +269,17 @@ async fn text(
         agent,
         result,
         answer,
+    }
+}
+
+/// Logs what an agent ran (its JSON action, its program), when it ran something.
+fn push_code(entry: &TaskEntry, agent: Agent, language: &str, code: &str) {
+    if !code.trim().is_empty() {
+        entry.push(task_event::Kind::Code(CodeBlock {
+            agent: agent.name().into(),
+            language: language.into(),
+            code: code.to_owned(),
+        }));
     }
 }
 

@@ -69,14 +69,7 @@ async fn a_task_is_one_trace_across_the_processes() {
         eprintln!("note: adb is not installed; skipping the cross-process tests");
         return;
     }
-    let collector = Collector::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let otlp = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(collector.clone()))
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
-    );
+    let (collector, otlp, server) = collector().await;
     let env = [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
         // Export batches quickly rather than every 5 s.
@@ -111,35 +104,8 @@ async fn a_task_is_one_trace_across_the_processes() {
         "droidmesh-executor",
         "droidmesh-device",
     ];
-    let mut trace: Vec<Got> = Vec::new();
-    for _ in 0..100 {
-        let spans = collector.spans.lock().unwrap().clone();
-        let root = spans
-            .iter()
-            .find(|g| g.service == "droidmesh-gateway" && g.span.name.contains("RunTask"));
-        if let Some(root) = root {
-            trace = spans
-                .iter()
-                .filter(|g| g.span.trace_id == root.span.trace_id)
-                .cloned()
-                .collect();
-            let seen: HashSet<&str> = trace.iter().map(|g| g.service.as_str()).collect();
-            if services.iter().all(|s| seen.contains(s)) {
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let names: Vec<String> = trace
-        .iter()
-        .map(|g| format!("{}: {}", g.service, g.span.name))
-        .collect();
-    for s in services {
-        assert!(
-            trace.iter().any(|g| g.service == s),
-            "no {s} span in the task's trace: {names:#?}"
-        );
-    }
+    let trace = task_trace(&collector, &services, |_| true).await;
+    let names = span_names(&trace);
     // Each process's spans hang under a span of the process that called it: the trace is one
     // tree, not three trees that happen to share an id.
     let by_id: HashMap<&[u8], &Got> = trace
@@ -225,6 +191,50 @@ async fn a_task_is_one_trace_across_the_processes() {
 
 const SECRET: &str = "4711-2342-zz";
 
+/// The spans of the first task's trace (the one holding the gateway's RunTask span), once every
+/// service in `services` has exported a span of it and `done` holds (or after 10 s); asserts
+/// that each service is there.
+async fn task_trace(
+    collector: &Collector,
+    services: &[&str],
+    done: impl Fn(&[Got]) -> bool,
+) -> Vec<Got> {
+    let mut trace: Vec<Got> = Vec::new();
+    for _ in 0..100 {
+        let spans = collector.spans.lock().unwrap().clone();
+        if let Some(root) = spans
+            .iter()
+            .find(|g| g.service == "droidmesh-gateway" && g.span.name.contains("RunTask"))
+        {
+            trace = spans
+                .iter()
+                .filter(|g| g.span.trace_id == root.span.trace_id)
+                .cloned()
+                .collect();
+            let seen: HashSet<&str> = trace.iter().map(|g| g.service.as_str()).collect();
+            if services.iter().all(|s| seen.contains(s)) && done(&trace) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let names = span_names(&trace);
+    for s in services {
+        assert!(
+            trace.iter().any(|g| g.service == *s),
+            "no {s} span in the task's trace: {names:#?}"
+        );
+    }
+    trace
+}
+
+fn span_names(trace: &[Got]) -> Vec<String> {
+    trace
+        .iter()
+        .map(|g| format!("{}: {}", g.service, g.span.name))
+        .collect()
+}
+
 /// Starts an OTLP collector on loopback; returns it, its endpoint and its server task.
 async fn collector() -> (Collector, String, tokio::task::JoinHandle<()>) {
     let collector = Collector::default();
@@ -301,39 +311,15 @@ async fn a_reasoning_task_is_one_trace_across_every_agent_and_the_device() {
         "droidmesh-text-manipulator",
         "droidmesh-device",
     ];
-    let mut trace: Vec<Got> = Vec::new();
-    for _ in 0..100 {
-        let spans = collector.spans.lock().unwrap().clone();
-        if let Some(root) = spans
-            .iter()
-            .find(|g| g.service == "droidmesh-gateway" && g.span.name.contains("RunTask"))
-        {
-            trace = spans
-                .iter()
-                .filter(|g| g.span.trace_id == root.span.trace_id)
-                .cloned()
-                .collect();
-            let seen: HashSet<&str> = trace.iter().map(|g| g.service.as_str()).collect();
-            // The text manipulator's TypeText is the task's last device call.
-            let typed = trace
-                .iter()
-                .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"));
-            if services.iter().all(|s| seen.contains(s)) && typed {
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let names: Vec<String> = trace
-        .iter()
-        .map(|g| format!("{}: {}", g.service, g.span.name))
-        .collect();
-    for s in services {
-        assert!(
-            trace.iter().any(|g| g.service == s),
-            "no {s} span in the task's trace: {names:#?}"
-        );
-    }
+    // The executor's TypeText and the text manipulator's (the task's last device call).
+    let typed = |t: &[Got]| {
+        t.iter()
+            .filter(|g| g.service == "droidmesh-device" && g.span.name.ends_with("/TypeText"))
+            .count()
+            >= 2
+    };
+    let trace = task_trace(&collector, &services, typed).await;
+    let names = span_names(&trace);
     let by_id: HashMap<&[u8], &Got> = trace
         .iter()
         .map(|g| (g.span.span_id.as_slice(), g))
