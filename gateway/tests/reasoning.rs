@@ -706,3 +706,35 @@ async fn bad_reasoning_requests_are_refused() {
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(minds.plan_requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subgoal_no_agent_takes_is_sent_back_to_the_manager() {
+    let Some(shared) = shared() else { return };
+    let minds = Minds::new();
+    let stack = reasoning_stack(shared, &minds, test_config(), false).await;
+    minds.plan(plan(&[(Kind::Unspecified, "Think about it")]));
+    minds.plan(plan(&[(Kind::Done, "DONE")]));
+    minds.plan(accomplished(true, "nothing needed doing"));
+    let events = run_to_end(&stack, reasoning("Relax", &shared.serials[22])).await;
+    let done = completed(&events);
+    assert!(done.success, "{done:?}");
+    assert_eq!(done.steps, 0);
+    assert!(minds.act_requests().is_empty());
+    let plans = minds.plan_requests();
+    assert!(
+        plans[1]
+            .notes
+            .iter()
+            .any(|n| n.contains("Think about it") && n.contains("no kind")),
+        "{:?}",
+        plans[1].notes
+    );
+    assert!(
+        plans[2]
+            .notes
+            .iter()
+            .any(|n| n.contains("DONE") && n.contains("<request_accomplished>")),
+        "{:?}",
+        plans[2].notes
+    );
+}
