@@ -138,12 +138,12 @@ async fn real_main(cli: Cli) -> Result<()> {
                 );
             }
             for (service, addr) in &mesh.addrs {
-                println!("{:<10} http://{addr}", service.name());
+                println!("{:<16} http://{addr}", service.name());
             }
             if let Some(fleet) = &mesh.sims {
                 for a in fleet.addrs() {
                     println!(
-                        "{:<10} {a} (simulated; `adb connect {a}` to look at it)",
+                        "{:<16} {a} (simulated; `adb connect {a}` to look at it)",
                         "device"
                     );
                 }
