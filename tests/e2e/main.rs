@@ -391,6 +391,18 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
 
 /// Submits a task and watches it until the first code block has been sent to the executor.
 async fn submit_until_code(mesh: &Mesh, req: TaskRequest) -> (String, tonic::Streaming<TaskEvent>) {
+    submit_until(mesh, req, |e| {
+        matches!(e.kind, Some(task_event::Kind::Code(_)))
+    })
+    .await
+}
+
+/// Submits `req` and watches it until an event matches `until`.
+async fn submit_until(
+    mesh: &Mesh,
+    req: TaskRequest,
+    until: impl Fn(&TaskEvent) -> bool,
+) -> (String, tonic::Streaming<TaskEvent>) {
     let mut g = mesh.gateway.clone();
     let id = g.submit_task(req).await.unwrap().into_inner().task_id;
     let mut watch = g
@@ -401,12 +413,16 @@ async fn submit_until_code(mesh: &Mesh, req: TaskRequest) -> (String, tonic::Str
         .await
         .unwrap()
         .into_inner();
-    while let Some(ev) = watch.next().await {
-        if matches!(ev.unwrap().kind, Some(task_event::Kind::Code(_))) {
-            break;
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(30), watch.next())
+            .await
+            .expect("no event within 30 s")
+            .expect("the stream ended early")
+            .unwrap();
+        if until(&ev) {
+            return (id, watch);
         }
     }
-    (id, watch)
 }
 
 async fn rest_of(watch: &mut tonic::Streaming<TaskEvent>) -> Vec<TaskEvent> {

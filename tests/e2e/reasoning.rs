@@ -551,31 +551,3 @@ async fn human_help_goal_changes_and_the_human_timeout() {
     );
     assert!(lease_holder(&mesh, &serial).await.is_none());
 }
-
-/// Submits `req` and watches it until an event matches `until`.
-async fn submit_until(
-    mesh: &Mesh,
-    req: TaskRequest,
-    until: impl Fn(&TaskEvent) -> bool,
-) -> (String, tonic::Streaming<TaskEvent>) {
-    let mut g = mesh.gateway.clone();
-    let id = g.submit_task(req).await.unwrap().into_inner().task_id;
-    let mut watch = g
-        .watch_task(WatchTaskRequest {
-            task_id: id.clone(),
-            from_seq: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    loop {
-        let ev = tokio::time::timeout(Duration::from_secs(30), watch.next())
-            .await
-            .expect("no event within 30 s")
-            .expect("the stream ended early")
-            .unwrap();
-        if until(&ev) {
-            return (id, watch);
-        }
-    }
-}

@@ -22,18 +22,21 @@ fn a_bad_config_is_refused_naming_the_field() {
     assert!(err.contains("gateway.default_max_steps"), "{err}");
 }
 
-#[test]
-fn the_demo_runs_on_simulators_and_says_it_is_a_replay() {
-    let out = droidmesh()
-        .args(["run", "Open Settings and turn on Wi-Fi"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+/// Runs `droidmesh` with `args`; asserts it succeeded and returns what it printed.
+fn succeeds(args: &[&str]) -> String {
+    let out = droidmesh().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    text
+}
+
+#[test]
+fn the_demo_runs_on_simulators_and_says_it_is_a_replay() {
+    let text = succeeds(&["run", "Open Settings and turn on Wi-Fi"]);
     assert!(text.contains("Replaying a recorded session"), "{text}");
     assert!(text.contains("replayed"), "{text}");
     assert!(text.contains("SUCCEEDED after 3 steps"), "{text}");
@@ -45,16 +48,7 @@ fn the_demo_runs_on_simulators_and_says_it_is_a_replay() {
 
 #[test]
 fn the_reasoning_demo_plans_acts_and_says_it_is_a_replay() {
-    let out = droidmesh()
-        .args(["run", "--reasoning", "Open Settings and turn on Wi-Fi"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeds(&["run", "--reasoning", "Open Settings and turn on Wi-Fi"]);
     assert!(text.contains("in reasoning mode"), "{text}");
     // The manager plans, the executor acts on the simulator, the manager ends the task.
     assert!(

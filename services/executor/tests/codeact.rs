@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use droidmesh_executor::ExecutorConfig;
 use droidmesh_llm::testkit::MockResponse;
-use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, AgentEvent, AgentFinished, CodeActInput, CodeActStart, DeviceBinding,
-    LeaseRef, LlmOverride, agent_event, code_act_input,
+    AgentEvent, AgentFinished, CodeActInput, CodeActStart, DeviceBinding, LlmOverride, agent_event,
+    code_act_input,
 };
 use tokio_stream::StreamExt;
 
@@ -26,28 +25,13 @@ async fn run_with(
     human: Option<&str>,
     adjust: impl FnOnce(&mut CodeActStart),
 ) -> Vec<AgentEvent> {
-    let mut device = DeviceServiceClient::connect(rig.device_ep.clone())
-        .await
-        .unwrap();
-    let serial = rig.fleet.addrs()[0].to_string();
-    let lease = device
-        .acquire_lease(AcquireLeaseRequest {
-            serial: serial.clone(),
-            holder: "test".into(),
-            ttl_ms: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let (_device, lease) = rig.lease().await;
     let start = CodeActStart {
         task_id: "t-1".into(),
         goal: goal.into(),
         device: Some(DeviceBinding {
             endpoint: rig.device_ep.clone(),
-            lease: Some(LeaseRef {
-                serial,
-                lease_id: lease.lease_id,
-            }),
+            lease: Some(lease),
         }),
         max_steps,
         ..CodeActStart::default()

@@ -79,3 +79,34 @@ pub async fn rig_full(
         executor,
     }
 }
+
+impl Rig {
+    /// Leases the rig's simulator for a test; returns a device client and the lease.
+    pub async fn lease(
+        &self,
+    ) -> (
+        droidmesh_proto::v1::device_service_client::DeviceServiceClient<tonic::transport::Channel>,
+        droidmesh_proto::v1::LeaseRef,
+    ) {
+        let mut device = droidmesh_proto::v1::device_service_client::DeviceServiceClient::connect(
+            self.device_ep.clone(),
+        )
+        .await
+        .unwrap();
+        let serial = self.fleet.addrs()[0].to_string();
+        let granted = device
+            .acquire_lease(droidmesh_proto::v1::AcquireLeaseRequest {
+                serial: serial.clone(),
+                holder: "test".into(),
+                ttl_ms: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let lease = droidmesh_proto::v1::LeaseRef {
+            serial,
+            lease_id: granted.lease_id,
+        };
+        (device, lease)
+    }
+}

@@ -9,8 +9,8 @@ use droidmesh_llm::testkit::MockResponse;
 use droidmesh_proto::struct_to_json;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, ActionRecord, ActionResult, DeviceBinding, ExecuteSubgoalRequest,
-    ExecuteSubgoalResponse, GetStateRequest, LeaseRef, StartAppRequest, UiState, start_app_request,
+    ActionRecord, ActionResult, DeviceBinding, ExecuteSubgoalRequest, ExecuteSubgoalResponse,
+    GetStateRequest, LeaseRef, StartAppRequest, UiState, start_app_request,
 };
 use serde_json::{Value, json};
 use tonic::Code;
@@ -24,23 +24,7 @@ struct Leased {
 }
 
 async fn lease(rig: &Rig, package: &str) -> Leased {
-    let mut device = DeviceServiceClient::connect(rig.device_ep.clone())
-        .await
-        .unwrap();
-    let serial = rig.fleet.addrs()[0].to_string();
-    let granted = device
-        .acquire_lease(AcquireLeaseRequest {
-            serial: serial.clone(),
-            holder: "test".into(),
-            ttl_ms: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let lease = LeaseRef {
-        serial,
-        lease_id: granted.lease_id,
-    };
+    let (mut device, lease) = rig.lease().await;
     device
         .start_app(StartAppRequest {
             lease: Some(lease.clone()),
