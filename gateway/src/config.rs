@@ -17,6 +17,9 @@ pub struct GatewayConfig {
     /// After a stop request, how long the agent may take to end its step before the task is
     /// cut off.
     pub stop_grace_ms: u64,
+    /// Longest wait for one agent call: a plan, a subgoal (a scripter session included), the
+    /// structuring of an answer. A subgoal that outlasts it is a failed result for the manager.
+    pub agent_call_timeout_ms: u64,
     /// Reasoning mode: how long a task waits for a human's reply before it fails (direct mode's
     /// CodeAct run has the executor's `human_wait_ms`).
     pub human_wait_ms: u64,
@@ -44,6 +47,7 @@ impl Default for GatewayConfig {
             device_poll_ms: 500,
             keep_finished_tasks: 1_000,
             stop_grace_ms: 10_000,
+            agent_call_timeout_ms: 600_000,
             human_wait_ms: 600_000,
             error_threshold: 2,
             max_handoff_hops: 3,
@@ -70,6 +74,12 @@ impl GatewayConfig {
         }
         if self.device_poll_ms == 0 {
             return Err("gateway.device_poll_ms must be at least 1".into());
+        }
+        if self.agent_call_timeout_ms < 100 {
+            return Err(format!(
+                "gateway.agent_call_timeout_ms must be at least 100, got {}",
+                self.agent_call_timeout_ms
+            ));
         }
         if self.human_wait_ms == 0 {
             return Err("gateway.human_wait_ms must be at least 1".into());

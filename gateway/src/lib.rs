@@ -32,8 +32,9 @@ pub fn gateway_service(
     peers: &Peers,
 ) -> Result<GatewayServer<GatewayService>, String> {
     cfg.validate()?;
-    // Agent calls stream for the length of a task: no per-request deadline on them.
-    let streaming = ClientOptions {
+    // Agent calls wait for models, which may be slow: they are bounded per call by
+    // `agent_call_timeout_ms` (CodeAct's stream lasts the task), not by the channel.
+    let agent = ClientOptions {
         request_timeout: None,
         ..ClientOptions::default()
     };
@@ -45,13 +46,13 @@ pub fn gateway_service(
         droidmesh_runtime::connect(ep, opts).map_err(|e| format!("{what} endpoint '{ep}': {e}"))
     };
     let agents = agents::Agents {
-        manager: ManagerServiceClient::new(connect("manager", &peers.manager, &unary)?),
-        executor: ExecutorServiceClient::new(connect("executor", &peers.executor, &streaming)?),
-        scripter: ScripterServiceClient::new(connect("scripter", &peers.scripter, &streaming)?),
+        manager: ManagerServiceClient::new(connect("manager", &peers.manager, &agent)?),
+        executor: ExecutorServiceClient::new(connect("executor", &peers.executor, &agent)?),
+        scripter: ScripterServiceClient::new(connect("scripter", &peers.scripter, &agent)?),
         text_manipulator: TextManipulatorServiceClient::new(connect(
             "text_manipulator",
             &peers.text_manipulator,
-            &unary,
+            &agent,
         )?),
     };
     let conversations = std::sync::Arc::new(conversations::Conversations::new(

@@ -58,15 +58,32 @@ fn invoke_span(agent: Agent, task_id: &str, step: u32) -> tracing::Span {
 pub async fn plan(deps: &Deps, req: PlanRequest, step: u32) -> Result<PlanResponse, PeerError> {
     let span = invoke_span(Agent::Manager, &req.task_id, step);
     let mut manager = deps.agents.manager.clone();
-    async move {
+    let call = async move {
         manager
             .plan(req)
             .await
             .map(tonic::Response::into_inner)
             .map_err(|s| PeerError::new(Agent::Manager.name(), &s))
+    };
+    match within(deps, call).instrument(span).await {
+        Ok(r) => r,
+        Err(limit) => Err(PeerError::new(
+            Agent::Manager.name(),
+            &tonic::Status::deadline_exceeded(limit),
+        )),
     }
-    .instrument(span)
-    .await
+}
+
+/// Runs an agent call under the gateway's `agent_call_timeout_ms`; the error says how long
+/// it waited.
+pub async fn within<T>(
+    deps: &Deps,
+    call: impl std::future::Future<Output = T>,
+) -> Result<T, String> {
+    let limit = std::time::Duration::from_millis(deps.cfg.agent_call_timeout_ms);
+    tokio::time::timeout(limit, call)
+        .await
+        .map_err(|_| format!("no answer within {} ms", limit.as_millis()))
 }
 
 /// Hands `subgoal` to `agent` (logging the handoff from `from`) and returns its result. A
@@ -89,7 +106,7 @@ pub async fn route(
         context: context.clone(),
     }));
     let span = invoke_span(agent, &parts.task_id, subgoal.number);
-    let routed = async {
+    let call = async {
         match agent {
             Agent::Executor => executor(deps, entry, parts, subgoal, context).await,
             Agent::Scripter => scripter(deps, entry, parts, subgoal, context).await,
@@ -106,9 +123,14 @@ pub async fn route(
                 answer: String::new(),
             },
         }
-    }
-    .instrument(span.clone())
-    .await;
+    };
+    let routed = match within(deps, call).instrument(span.clone()).await {
+        Ok(routed) => routed,
+        Err(limit) => {
+            let e = PeerError::new(agent.name(), &tonic::Status::deadline_exceeded(limit));
+            failed(agent, e.into())
+        }
+    };
     if !routed.result.success {
         span.record("error.type", "subgoal_failed");
     }

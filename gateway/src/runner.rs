@@ -261,7 +261,10 @@ async fn structure(deps: &Deps, entry: &TaskEntry, req: &TaskRequest, ending: En
         json_schema: schema,
         llm: req.models.get("structured_output").cloned(),
     });
-    match call.await {
+    let answer = crate::routing::within(deps, call)
+        .await
+        .unwrap_or_else(|limit| Err(tonic::Status::deadline_exceeded(limit)));
+    match answer {
         Ok(r) => {
             let r = r.into_inner();
             if let Some(u) = &r.usage {

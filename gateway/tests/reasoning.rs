@@ -738,3 +738,27 @@ async fn a_subgoal_no_agent_takes_is_sent_back_to_the_manager() {
         plans[2].notes
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_does_not_answer_in_time_is_a_failed_subgoal() {
+    let Some(shared) = shared() else { return };
+    let minds = Minds::new();
+    let cfg = droidmesh_gateway::GatewayConfig {
+        agent_call_timeout_ms: 300,
+        ..test_config()
+    };
+    let stack = reasoning_stack(shared, &minds, cfg, false).await;
+    minds.plan(plan(&[(Kind::Action, "Open Settings")]));
+    // Held and never released: the executor never answers.
+    minds.act(Act::Hold(ok("too late")));
+    minds.plan(accomplished(false, "the executor is stuck"));
+    let events = run_to_end(&stack, reasoning("Open Settings", &shared.serials[23])).await;
+    assert_eq!(completed(&events).error, "the executor is stuck");
+    let seen = &minds.plan_requests()[1].action_history[0];
+    assert!(!seen.success);
+    assert_eq!(
+        seen.feedback,
+        "executor did not answer in time: no answer within 300 ms"
+    );
+    assert!(holder(&stack, &shared.serials[23]).await.is_none());
+}
