@@ -56,6 +56,54 @@ pub fn connect(endpoints: &str, opts: &ClientOptions) -> Result<TracedChannel> {
     Ok(InterceptedService::new(channel, TraceContextInjector))
 }
 
+/// Channels to the endpoints a service is told to call (a device service named in each
+/// request, say), one per endpoint, reused across calls; at most `capacity` are kept and the
+/// least recently used is dropped first. Channels connect lazily, so [`ChannelCache::get`]
+/// makes no network call.
+#[derive(Debug)]
+pub struct ChannelCache {
+    opts: ClientOptions,
+    capacity: usize,
+    /// Least recently used first.
+    channels: std::sync::Mutex<std::collections::VecDeque<(String, TracedChannel)>>,
+}
+
+impl ChannelCache {
+    pub fn new(opts: ClientOptions, capacity: usize) -> Self {
+        Self {
+            opts,
+            capacity: capacity.max(1),
+            channels: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The channel to `endpoint` (trimmed), made on first use.
+    pub fn get(&self, endpoint: &str) -> Result<TracedChannel> {
+        let endpoint = endpoint.trim();
+        // The cache holds no invariant a panicking holder could break.
+        let mut cache = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = cache.iter().position(|(e, _)| e == endpoint)
+            && let Some(entry) = cache.remove(i)
+        {
+            let channel = entry.1.clone();
+            cache.push_back(entry);
+            return Ok(channel);
+        }
+        let channel = connect(endpoint, &self.opts)?;
+        while cache.len() >= self.capacity {
+            cache.pop_front();
+        }
+        cache.push_back((endpoint.to_owned(), channel.clone()));
+        Ok(channel)
+    }
+
+    /// The endpoints with a channel now, least recently used first.
+    pub fn endpoints(&self) -> Vec<String> {
+        let cache = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        cache.iter().map(|(e, _)| e.clone()).collect()
+    }
+}
+
 fn endpoint(raw: &str, opts: &ClientOptions) -> Result<Endpoint> {
     let uri = if raw.contains("://") {
         raw.to_owned()
@@ -88,6 +136,25 @@ mod tests {
         assert!(err.to_string().contains("no endpoint"), "{err}");
         let err = connect("http://exa mple:1", &ClientOptions::default()).unwrap_err();
         assert!(err.to_string().contains("exa mple"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn cached_channels_are_reused_and_the_least_recently_used_is_dropped() {
+        let cache = ChannelCache::new(ClientOptions::default(), 2);
+        cache.get("http://127.0.0.1:2").unwrap();
+        cache.get(" http://127.0.0.1:1 ").unwrap();
+        cache.get("http://127.0.0.1:2").unwrap();
+        assert_eq!(
+            cache.endpoints(),
+            ["http://127.0.0.1:1", "http://127.0.0.1:2"]
+        );
+        cache.get("http://127.0.0.1:3").unwrap();
+        assert_eq!(
+            cache.endpoints(),
+            ["http://127.0.0.1:2", "http://127.0.0.1:3"]
+        );
+        assert!(cache.get("not a uri at all").is_err());
+        assert_eq!(cache.endpoints().len(), 2);
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ pub mod server;
 pub mod telemetry;
 pub mod trace_context;
 
-pub use client::{ClientOptions, TracedChannel, connect};
+pub use client::{ChannelCache, ClientOptions, TracedChannel, connect};
 pub use config::{ConfigSource, Validate, load_config};
 pub use error::{Result, RuntimeError};
 pub use server::{ServeOptions, serve, shutdown_signal};

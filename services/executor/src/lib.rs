@@ -45,6 +45,10 @@ pub fn secrets_from_env() -> HashMap<String, String> {
         .collect()
 }
 
+/// Device service endpoints the executor keeps a channel to; the least recently used is
+/// dropped first.
+pub const DEVICE_CHANNELS: usize = 16;
+
 /// Builds the executor server.
 pub fn executor_service(
     cfg: ExecutorConfig,
@@ -64,5 +68,12 @@ pub fn executor_service(
         prompts: Arc::new(prompts),
         default_device,
         secrets: Arc::new(secrets),
+        devices: Arc::new(droidmesh_runtime::ChannelCache::new(
+            droidmesh_runtime::ClientOptions {
+                request_timeout: Some(std::time::Duration::from_secs(30)),
+                ..droidmesh_runtime::ClientOptions::default()
+            },
+            DEVICE_CHANNELS,
+        )),
     }))
 }

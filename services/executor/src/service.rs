@@ -15,7 +15,7 @@ use droidmesh_proto::v1::{
     AgentEvent, CodeActInput, DeviceBinding, ExecuteSubgoalRequest, ExecuteSubgoalResponse,
     LeaseRef, code_act_input,
 };
-use droidmesh_runtime::{ClientOptions, TracedChannel};
+use droidmesh_runtime::TracedChannel;
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
@@ -34,6 +34,8 @@ pub struct Executor {
     /// Device service used when a task's binding names none.
     pub(crate) default_device: String,
     pub(crate) secrets: Arc<HashMap<String, String>>,
+    /// Channels to the device services tasks name, reused across calls (bounded).
+    pub(crate) devices: Arc<droidmesh_runtime::ChannelCache>,
 }
 
 #[tonic::async_trait]
@@ -87,16 +89,13 @@ impl Executor {
         } else {
             binding.endpoint
         };
-        let opts = ClientOptions {
-            request_timeout: Some(std::time::Duration::from_secs(30)),
-            ..ClientOptions::default()
-        };
-        let channel = droidmesh_runtime::connect(&endpoint, &opts).map_err(|e| {
-            ExecutorError::DeviceEndpoint {
+        let channel = self
+            .devices
+            .get(&endpoint)
+            .map_err(|e| ExecutorError::DeviceEndpoint {
                 endpoint: endpoint.clone(),
                 detail: e.to_string(),
-            }
-        })?;
+            })?;
         Ok((DeviceServiceClient::new(channel), lease))
     }
 

@@ -1,14 +1,12 @@
 //! The device side of an edit: channels to device services (cached per endpoint, bounded),
 //! finding the focused text field, typing the new text and reading it back.
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
     ActionResult, GetStateRequest, LeaseRef, TypeTextRequest, UiElement, UiState,
 };
-use droidmesh_runtime::{ClientOptions, TracedChannel};
+use droidmesh_runtime::{ChannelCache, ClientOptions, TracedChannel};
 
 use crate::error::TextManipulatorError;
 
@@ -20,26 +18,18 @@ pub type DeviceClient = DeviceServiceClient<TracedChannel>;
 /// Channels to device services, one per endpoint, reused across calls.
 pub struct Devices {
     default_endpoint: String,
-    options: ClientOptions,
-    cache: Mutex<Cache>,
-}
-
-#[derive(Default)]
-struct Cache {
-    channels: HashMap<String, TracedChannel>,
-    /// Endpoints, least recently used first.
-    order: VecDeque<String>,
+    cache: ChannelCache,
 }
 
 impl Devices {
     pub fn new(default_endpoint: String, timeout: Duration) -> Self {
+        let options = ClientOptions {
+            request_timeout: Some(timeout),
+            ..ClientOptions::default()
+        };
         Self {
             default_endpoint,
-            options: ClientOptions {
-                request_timeout: Some(timeout),
-                ..ClientOptions::default()
-            },
-            cache: Mutex::default(),
+            cache: ChannelCache::new(options, CHANNEL_CACHE),
         }
     }
 
@@ -50,36 +40,20 @@ impl Devices {
             named => named,
         }
         .to_owned();
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(channel) = cache.channels.get(&endpoint).cloned() {
-            cache.order.retain(|e| e != &endpoint);
-            cache.order.push_back(endpoint.clone());
-            return Ok((endpoint, DeviceServiceClient::new(channel)));
-        }
         // Channels connect lazily: this makes no network call.
-        let channel = droidmesh_runtime::connect(&endpoint, &self.options).map_err(|e| {
-            TextManipulatorError::BadEndpoint {
+        let channel = self
+            .cache
+            .get(&endpoint)
+            .map_err(|e| TextManipulatorError::BadEndpoint {
                 endpoint: endpoint.clone(),
                 reason: e.to_string(),
-            }
-        })?;
-        while cache.order.len() >= CHANNEL_CACHE {
-            if let Some(old) = cache.order.pop_front() {
-                cache.channels.remove(&old);
-            }
-        }
-        cache.order.push_back(endpoint.clone());
-        cache.channels.insert(endpoint.clone(), channel.clone());
+            })?;
         Ok((endpoint, DeviceServiceClient::new(channel)))
     }
 
     /// How many endpoints have a channel now.
     pub fn cached(&self) -> usize {
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .channels
-            .len()
+        self.cache.endpoints().len()
     }
 }
 
