@@ -30,6 +30,28 @@ impl ServeOptions {
     }
 }
 
+const HEALTH: &str = "grpc.health.v1.Health";
+const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
+const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
+
+/// A reflection builder that advertises exactly what this port serves: `services`, health and
+/// the reflection service itself. Every droidmesh type stays resolvable by symbol, so a
+/// client can still describe a message it meets in a served method.
+fn reflection(
+    services: &[String],
+    reflection_service: &str,
+) -> tonic_reflection::server::Builder<'static> {
+    let mut builder = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(droidmesh_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name(HEALTH)
+        .with_service_name(reflection_service);
+    for service in services {
+        builder = builder.with_service_name(service.as_str());
+    }
+    builder
+}
+
 /// Binds a TCP listener, naming the address on failure.
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
     TcpListener::bind(addr)
@@ -64,14 +86,10 @@ where
             .set_service_status(service.as_str(), ServingStatus::Serving)
             .await;
     }
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(droidmesh_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection_v1 = reflection(&opts.services, REFLECTION_V1)
         .build_v1()
         .map_err(|e| server_err(format!("reflection v1: {e}")))?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(droidmesh_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection_v1alpha = reflection(&opts.services, REFLECTION_V1ALPHA)
         .build_v1alpha()
         .map_err(|e| server_err(format!("reflection v1alpha: {e}")))?;
 

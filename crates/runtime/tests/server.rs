@@ -61,10 +61,8 @@ async fn health_reports_each_service_and_drains_on_shutdown() {
     assert!(result.is_ok(), "{result:?}");
 }
 
-#[tokio::test]
-async fn reflection_lists_droidmesh_services_v1() {
-    let (addr, stop, _handle) = start(&[]).await;
-    let channel = connect(&addr, &ClientOptions::default()).unwrap();
+async fn list_services(addr: &str) -> Vec<String> {
+    let channel = connect(addr, &ClientOptions::default()).unwrap();
     let mut client = ServerReflectionClient::new(channel);
     let request = ServerReflectionRequest {
         host: String::new(),
@@ -79,17 +77,57 @@ async fn reflection_lists_droidmesh_services_v1() {
     let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
         panic!("unexpected reflection response: {response:?}");
     };
-    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    for expected in [
-        "droidmesh.v1.Gateway",
-        "droidmesh.v1.DeviceService",
-        "droidmesh.v1.ExecutorService",
-        "grpc.health.v1.Health",
-    ] {
-        assert!(
-            names.iter().any(|n| n == expected),
-            "{expected} missing from {names:?}"
-        );
-    }
+    let mut names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn reflection_advertises_exactly_the_services_of_this_port() {
+    use droidmesh_proto::service_names::{DEVICE, GATEWAY};
+    let (addr, stop, _handle) = start(&[DEVICE]).await;
+    assert_eq!(
+        list_services(&addr).await,
+        [
+            DEVICE,
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection"
+        ],
+        "a generic client must not be offered services this port does not serve"
+    );
+    let _ = stop.send(());
+
+    let (addr, stop, _handle) = start(&[GATEWAY]).await;
+    let names = list_services(&addr).await;
+    assert!(names.iter().any(|n| n == GATEWAY), "{names:?}");
+    assert!(!names.iter().any(|n| n == DEVICE), "{names:?}");
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn reflection_describes_the_types_a_served_method_uses() {
+    // Types stay resolvable even when defined in files shared with unserved services.
+    let (addr, stop, _handle) = start(&[droidmesh_proto::service_names::GATEWAY]).await;
+    let channel = connect(&addr, &ClientOptions::default()).unwrap();
+    let mut client = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol(
+            "droidmesh.v1.ActionResult".to_owned(),
+        )),
+    };
+    let mut stream = client
+        .server_reflection_info(tokio_stream::iter(vec![request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = stream.message().await.unwrap().unwrap();
+    assert!(
+        matches!(
+            response.message_response,
+            Some(MessageResponse::FileDescriptorResponse(ref f)) if !f.file_descriptor_proto.is_empty()
+        ),
+        "{response:?}"
+    );
     let _ = stop.send(());
 }
