@@ -156,10 +156,4 @@ mod tests {
         assert!(cache.get("not a uri at all").is_err());
         assert_eq!(cache.endpoints().len(), 2);
     }
-
-    #[tokio::test]
-    async fn builds_single_and_balanced_channels() {
-        connect("127.0.0.1:1", &ClientOptions::default()).unwrap();
-        connect("127.0.0.1:1, http://127.0.0.1:2", &ClientOptions::default()).unwrap();
-    }
 }

@@ -131,3 +131,28 @@ async fn reflection_describes_the_types_a_served_method_uses() {
     );
     let _ = stop.send(());
 }
+
+#[tokio::test]
+async fn a_channel_over_two_endpoints_sends_calls_to_both() {
+    // Each server reports a different service SERVING, so the answer shows which one took it.
+    let (a, stop_a, _ha) = start(&["droidmesh.test.A"]).await;
+    let (b, stop_b, _hb) = start(&["droidmesh.test.B"]).await;
+    let channel = connect(&format!("{a}, http://{b}"), &ClientOptions::default()).unwrap();
+    let mut health = HealthClient::new(channel);
+    let (mut on_a, mut on_b) = (0, 0);
+    for _ in 0..40 {
+        let answer = health
+            .check(HealthCheckRequest {
+                service: "droidmesh.test.A".to_owned(),
+            })
+            .await;
+        match answer {
+            Ok(_) => on_a += 1,
+            Err(status) if status.code() == tonic::Code::NotFound => on_b += 1,
+            Err(other) => panic!("unexpected answer: {other:?}"),
+        }
+    }
+    assert!(on_a > 0 && on_b > 0, "calls on a: {on_a}, on b: {on_b}");
+    let _ = stop_a.send(());
+    let _ = stop_b.send(());
+}
