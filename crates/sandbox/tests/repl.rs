@@ -15,7 +15,41 @@ fn let_const_function_and_class_persist_across_runs() {
     assert_eq!(value(&s, "counter += 1; counter"), json!(2));
     assert_eq!(value(&s, "twice(counter) + name.length"), json!(9));
     assert_eq!(value(&s, "new P().hi()"), json!("hi"));
-    fails(&s, "name = 'other'", ErrorKind::Runtime, "TypeError");
+}
+
+#[test]
+fn a_failed_runs_declarations_do_not_block_its_corrected_retry() {
+    let (s, _) = session();
+    // The first attempt fails after its bindings exist; the retry declares them again.
+    fails(
+        &s,
+        "const items = [1, 2];\nlet total = 0;\nclass Box {}\nitems.nope();",
+        ErrorKind::Runtime,
+        "TypeError",
+    );
+    assert_eq!(
+        value(
+            &s,
+            "const items = [1, 2];\nlet total = 0;\nclass Box { get n() { return 3 } }\ntotal = items.length + new Box().n; total"
+        ),
+        json!(5)
+    );
+}
+
+#[test]
+fn declaring_a_name_again_in_a_later_run_replaces_it() {
+    let (s, _) = session();
+    ok(&s, "const name = 'droid'; let n = 1;");
+    ok(&s, "const name = 'mesh'; let n = 2;");
+    assert_eq!(value(&s, "name + n"), json!("mesh2"));
+    // Declarations inside blocks and functions keep their block scope.
+    assert_eq!(
+        value(
+            &s,
+            "const fs = []; for (let i = 0; i < 2; i++) { const k = i; fs.push(() => k) } fs.map(f => f())"
+        ),
+        json!([0, 1])
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod errors;
 mod host;
 mod run;
 mod state;
+mod toplevel;
 
 use std::{collections::HashSet, rc::Rc};
 
@@ -83,6 +84,8 @@ pub(crate) struct Instance {
     shared: Rc<Shared>,
     limits: SandboxLimits,
     reserved: HashSet<String>,
+    /// Names the host set with `set_global`: a run's declaration of one is not rewritten.
+    host_globals: HashSet<String>,
 }
 
 fn engine_error(error: impl std::fmt::Display) -> SandboxError {
@@ -147,6 +150,7 @@ impl Instance {
             shared,
             limits: limits.clone(),
             reserved,
+            host_globals: HashSet::new(),
         };
         for (name, value) in &capabilities.globals {
             instance.set_global(name, value)?;
@@ -181,7 +185,9 @@ impl EngineInstance for Instance {
                 let why = host::display(&ctx, &error);
                 refuse(&why)
             })
-        })
+        })?;
+        self.host_globals.insert(name.to_owned());
+        Ok(())
     }
 
     fn memory_usage(&self) -> MemoryStats {

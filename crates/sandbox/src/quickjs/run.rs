@@ -9,6 +9,7 @@ use super::{
     Instance, convert,
     errors::{self, FILENAME, Phase},
     state::Shared,
+    toplevel,
 };
 use crate::{ErrorKind, RunControl, RunOutcome, SandboxLimits, ScriptError};
 
@@ -33,7 +34,12 @@ pub(super) fn run(instance: &mut Instance, code: &str, control: &RunControl) -> 
             )
         }),
         None => instance.context.with(|ctx| {
-            let result = execute(&ctx, code, shared, limits);
+            let protected = |name: &str| {
+                instance.reserved.contains(name) || instance.host_globals.contains(name)
+            };
+            let rewritten = toplevel::rewrite(code, protected);
+            let source = rewritten.as_deref().unwrap_or(code);
+            let result = execute(&ctx, source, code, shared, limits);
             // Whatever the outcome, jobs the script started run now (within the deadline).
             while shared.stop_reason().is_none() && ctx.execute_pending_job() {}
             result
@@ -72,8 +78,10 @@ enum Unsettled<'js> {
     Stopped,
 }
 
+/// Runs `source` (the code as rewritten for evaluation); errors quote `code`, as written.
 fn execute<'js>(
     ctx: &Ctx<'js>,
+    source: &str,
     code: &str,
     shared: &Shared,
     limits: &SandboxLimits,
@@ -96,7 +104,7 @@ fn execute<'js>(
     options.backtrace_barrier = true;
     options.filename = Some(FILENAME.to_string());
     let promise: Value = ctx
-        .eval_with_options(code, options)
+        .eval_with_options(source, options)
         .map_err(|_| describe(&ctx.catch(), Phase::Compile))?;
     // The async script resolves to `{ value: <completion value> }`.
     let result = settle(ctx, promise, shared).map_err(unsettled)?;
