@@ -46,9 +46,9 @@ impl WireFormat {
     }
 }
 
-/// Retries on 429, 5xx, timeouts and connection errors: exponential backoff with jitter,
-/// starting at `initial_backoff` and capped at `max_backoff`, unless the provider sends
-/// Retry-After.
+/// Retries on 429, 5xx and connection errors (and timed-out attempts when `on_timeout` is
+/// set): exponential backoff with jitter, starting at `initial_backoff` and capped at
+/// `max_backoff`, unless the provider sends Retry-After.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetryPolicy {
@@ -58,6 +58,10 @@ pub struct RetryPolicy {
     pub initial_backoff: Duration,
     #[serde(with = "duration_str")]
     pub max_backoff: Duration,
+    /// Retry an attempt that ran past `timeout`. Off by default: a server that is still
+    /// working on the abandoned request (a local model serves one at a time) would only
+    /// queue the retry behind it.
+    pub on_timeout: bool,
 }
 
 impl Default for RetryPolicy {
@@ -66,6 +70,7 @@ impl Default for RetryPolicy {
             max_attempts: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),
+            on_timeout: false,
         }
     }
 }

@@ -28,9 +28,14 @@ pub enum LlmError {
     #[error("invalid chat request: {0}")]
     InvalidRequest(String),
 
-    /// An attempt, or the whole call including retries, ran past its deadline.
-    #[error("llm call timed out after {}", humantime::format_duration(*.after))]
-    Timeout { after: Duration },
+    /// An attempt, or the whole call including retries, ran past its deadline. `after` is
+    /// the time the whole call took, every attempt and wait included.
+    #[error(
+        "the model did not answer: no reply after {} ({attempts} attempt{})",
+        humantime::format_duration(Duration::from_millis(u64::try_from(.after.as_millis()).unwrap_or(u64::MAX))),
+        if *.attempts == 1 { "" } else { "s" }
+    )]
+    Timeout { after: Duration, attempts: u32 },
 
     /// 5xx (or 408) after every allowed attempt.
     #[error("provider failed (http {status}): {message}")]

@@ -64,6 +64,7 @@ mod tests {
             max_attempts: 5,
             initial_backoff: Duration::from_millis(initial_ms),
             max_backoff: Duration::from_millis(max_ms),
+            on_timeout: false,
         }
     }
 

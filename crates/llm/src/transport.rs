@@ -8,6 +8,7 @@ use crate::retry::{backoff, retry_after_from_headers};
 use crate::wire::{self, Parsed};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
@@ -99,28 +100,51 @@ impl HttpBackend {
         }
         let url = wire::url(self.wire, &self.base_url, model);
         let body = Bytes::from(wire::body(self.wire, model, req)?);
-        let deadline = Instant::now() + self.call_timeout;
-        let attempts = self.attempts(&url, body, deadline);
-        match tokio::time::timeout_at(deadline, attempts).await {
+        let started = Instant::now();
+        let deadline = started + self.call_timeout;
+        let attempt = AtomicU32::new(0);
+        let attempts = self.attempts(&url, body, deadline, &attempt);
+        let result = match tokio::time::timeout_at(deadline, attempts).await {
             Ok(result) => result,
             Err(_) => Err(LlmError::Timeout {
                 after: self.call_timeout,
+                attempts: 0,
             }),
-        }
+        };
+        // A timeout reports what the caller waited and how many attempts it made, not the
+        // limit of the last attempt.
+        result.map_err(|e| match e {
+            LlmError::Timeout { .. } => LlmError::Timeout {
+                after: started.elapsed(),
+                attempts: attempt.load(Ordering::Relaxed).max(1),
+            },
+            other => other,
+        })
     }
 
-    async fn attempts(&self, url: &str, body: Bytes, deadline: Instant) -> Result<(Parsed, u32)> {
+    async fn attempts(
+        &self,
+        url: &str,
+        body: Bytes,
+        deadline: Instant,
+        counter: &AtomicU32,
+    ) -> Result<(Parsed, u32)> {
         let max = self.retry.max_attempts.max(1);
         let mut attempt = 0;
         loop {
             attempt += 1;
+            counter.store(attempt, Ordering::Relaxed);
             let failure = match self.attempt(url, body.clone()).await {
                 Ok(parsed) => return Ok((parsed, attempt)),
                 Err(f) => f,
             };
             let kind = failure.error.kind();
             let status = failure.error.status();
-            if !failure.error.is_retryable() || attempt >= max {
+            let timed_out = matches!(failure.error, LlmError::Timeout { .. });
+            if !failure.error.is_retryable()
+                || attempt >= max
+                || (timed_out && !self.retry.on_timeout)
+            {
                 return Err(failure.error);
             }
             let wait = failure
@@ -173,6 +197,7 @@ impl HttpBackend {
             Ok(result) => result,
             Err(_) => Err(LlmError::Timeout {
                 after: self.timeout,
+                attempts: 1,
             }
             .into()),
         }
@@ -203,6 +228,7 @@ impl HttpBackend {
         } else if e.is_timeout() {
             LlmError::Timeout {
                 after: self.timeout,
+                attempts: 1,
             }
         } else {
             LlmError::Connect(format!("talking to {}: {}", self.base_url, source_chain(e)))

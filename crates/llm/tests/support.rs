@@ -38,6 +38,7 @@ pub fn provider(wire: WireFormat, server: &MockLlmServer) -> ProviderConfig {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(50),
+        on_timeout: false,
     };
     p
 }

@@ -198,6 +198,25 @@ pub async fn unauthorized_not_retried(wire: WireFormat) {
 
 pub async fn attempt_timeout(wire: WireFormat) {
     let slow = ok(wire).delay(Duration::from_secs(10));
+    // By default a timed-out attempt is not retried: the server may still be working on it.
+    let server = MockLlmServer::start([slow.clone(), slow.clone()])
+        .await
+        .unwrap();
+    let mut p = crate::support::provider(wire, &server);
+    p.timeout = Duration::from_millis(200);
+    let client = crate::support::client(&crate::support::config(p.clone()));
+    let err = client.chat("executor", hello()).await.unwrap_err();
+    assert!(
+        matches!(err, LlmError::Timeout { after, attempts: 1 } if after >= Duration::from_millis(200)),
+        "{err:?}"
+    );
+    assert_eq!(
+        server.request_count(),
+        1,
+        "a timed-out attempt is not retried"
+    );
+
+    // Asked to, it retries, and the error reports the whole wait and every attempt.
     let server = MockLlmServer::start([slow.clone(), slow]).await.unwrap();
     let mut p = crate::support::provider(wire, &server);
     p.timeout = Duration::from_millis(200);
@@ -205,26 +224,34 @@ pub async fn attempt_timeout(wire: WireFormat) {
         max_attempts: 2,
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(10),
+        on_timeout: true,
     };
     let client = crate::support::client(&crate::support::config(p));
     let start = Instant::now();
     let err = client.chat("executor", hello()).await.unwrap_err();
     let took = start.elapsed();
-    assert_eq!(
-        err,
-        LlmError::Timeout {
-            after: Duration::from_millis(200)
-        }
-    );
+    let LlmError::Timeout { after, attempts } = err else {
+        panic!("expected a timeout, got {err:?}");
+    };
+    assert_eq!(attempts, 2);
     assert!(
-        took >= Duration::from_millis(400),
-        "two attempts of 200ms, took {took:?}"
+        after >= Duration::from_millis(400) && after <= took,
+        "two attempts of 200ms: reported {after:?}, took {took:?}"
     );
     assert!(
         took < Duration::from_secs(5),
         "bounded by the attempt timeout, took {took:?}"
     );
+    assert!(
+        err_text(after, attempts).contains("2 attempts"),
+        "{}",
+        err_text(after, attempts)
+    );
     assert_eq!(server.request_count(), 2, "a timed-out attempt is retried");
+}
+
+fn err_text(after: Duration, attempts: u32) -> String {
+    LlmError::Timeout { after, attempts }.to_string()
 }
 
 pub async fn not_json(wire: WireFormat) {

@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use droidmesh_agent::parse::extract_code;
 use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, CodeActUser, PromptSet};
 use droidmesh_agent::tools as agent_tools;
@@ -191,6 +193,7 @@ impl Run {
     async fn steps(&mut self, setup: &Setup, progress: &mut Progress) -> Flow<Outcome> {
         let max_steps = setup.max_steps;
         for step in 1..=max_steps {
+            let deadline = Instant::now() + Duration::from_millis(self.cfg.step_deadline_ms);
             self.steer(progress, step)?;
             self.emit(agent_event::Kind::Step(StepStarted {
                 agent: AGENT.into(),
@@ -203,18 +206,21 @@ impl Run {
                 step,
                 ..CodeActStep::default()
             };
-            match self.call(setup, message, progress, step).await? {
+            match self.call(setup, message, progress, step, deadline).await? {
                 Err(e) => record.error = Some(e),
-                Ok(text) => self.execute(setup, &text, &mut record).await?,
+                Ok(text) => self.execute(setup, &text, &mut record, deadline).await?,
             }
             if let Some(outcome) = self.record(setup, progress, record, step).await? {
                 return Ok(outcome);
             }
         }
-        Err(Halt::Failed(
-            max_steps,
-            format!("reached the step limit ({max_steps}) before the goal was completed"),
-        ))
+        // The budget ran out; a last step that failed is the real cause, so name it.
+        let mut reason =
+            format!("reached the step limit ({max_steps}) before the goal was completed");
+        if progress.failures > 0 {
+            reason.push_str(&format!("; the last step failed: {}", progress.last_error));
+        }
+        Err(Halt::Failed(max_steps, reason))
     }
 
     /// Takes the messages that arrived since the last step.
@@ -303,9 +309,20 @@ impl Run {
         message: Message,
         progress: &mut Progress,
         step: u32,
+        deadline: Instant,
     ) -> Flow<Result<String, String>> {
         let request = ChatRequest::new(vec![Message::system(setup.system.clone()), message]);
-        match self.llm.chat(setup.target.clone(), request).await {
+        let started = Instant::now();
+        let answer =
+            tokio::time::timeout_at(deadline, self.llm.chat(setup.target.clone(), request));
+        let Ok(answer) = answer.await else {
+            return Ok(Err(format!(
+                "the model did not answer within the step deadline of {}: it was asked {} ago",
+                humantime::format_duration(Duration::from_millis(self.cfg.step_deadline_ms)),
+                humantime::format_duration(Duration::from_secs(started.elapsed().as_secs()))
+            )));
+        };
+        match answer {
             Err(e) if is_unusable(&e) => {
                 Err(Halt::Failed(step, format!("the model cannot be used: {e}")))
             }
@@ -324,7 +341,13 @@ impl Run {
     }
 
     /// Runs the reply's code in the session and reports what it did.
-    async fn execute(&self, setup: &Setup, reply: &str, record: &mut CodeActStep) -> Flow<()> {
+    async fn execute(
+        &self,
+        setup: &Setup,
+        reply: &str,
+        record: &mut CodeActStep,
+        deadline: Instant,
+    ) -> Flow<()> {
         let extraction = extract_code(reply);
         record.thought = extraction.prose.clone();
         if !extraction.prose.is_empty() {
@@ -347,8 +370,15 @@ impl Run {
             code: code.clone(),
         }))
         .await?;
-        match setup.session.run(code).await {
-            Ok(out) => {
+        // Dropping the run at the step's deadline stops the script.
+        match tokio::time::timeout_at(deadline, setup.session.run(code)).await {
+            Err(_) => {
+                record.error = Some(format!(
+                    "the step ran past its deadline of {} while its code ran",
+                    humantime::format_duration(Duration::from_millis(self.cfg.step_deadline_ms))
+                ));
+            }
+            Ok(Ok(out)) => {
                 let mut output = out.console.clone();
                 if let Some(v) = &out.value {
                     if !output.is_empty() && !output.ends_with('\n') {
@@ -362,7 +392,7 @@ impl Run {
                     None => format!("{:?} error: {}", e.kind, e.message),
                 });
             }
-            Err(e) => record.error = Some(format!("the sandbox failed: {e}")),
+            Ok(Err(e)) => record.error = Some(format!("the sandbox failed: {e}")),
         }
         self.emit(agent_event::Kind::Observation(Observation {
             agent: AGENT.into(),

@@ -6,6 +6,9 @@ use serde::Deserialize;
 pub struct ExecutorConfig {
     /// Wall-clock limit of one step's JavaScript (device calls included).
     pub step_timeout_ms: u64,
+    /// Wall-clock limit of a whole step: reading the device, the model call (every attempt)
+    /// and the JavaScript. A model that does not answer in time fails the step.
+    pub step_deadline_ms: u64,
     /// Memory limit of a task's JavaScript session.
     pub sandbox_memory_mb: usize,
     /// Consecutive failed steps (LLM error, no code, script error) that end the task.
@@ -24,6 +27,7 @@ impl Default for ExecutorConfig {
     fn default() -> Self {
         Self {
             step_timeout_ms: 60_000,
+            step_deadline_ms: 300_000,
             sandbox_memory_mb: 64,
             max_consecutive_failures: 3,
             history_steps: 8,
@@ -40,6 +44,12 @@ impl ExecutorConfig {
             return Err(format!(
                 "executor.step_timeout_ms must be at least 100, got {}",
                 self.step_timeout_ms
+            ));
+        }
+        if self.step_deadline_ms < self.step_timeout_ms {
+            return Err(format!(
+                "executor.step_deadline_ms ({}) must be at least step_timeout_ms ({})",
+                self.step_deadline_ms, self.step_timeout_ms
             ));
         }
         if self.sandbox_memory_mb < 4 {

@@ -1,6 +1,6 @@
 //! CodeAct runs end to end: the model's JavaScript drives the simulator through the device
 //! service; errors go back to the model; variables persist; budgets end runs.
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use droidmesh_executor::ExecutorConfig;
 use droidmesh_llm::testkit::MockResponse;
@@ -10,7 +10,7 @@ use droidmesh_proto::v1::{
 };
 use tokio_stream::StreamExt;
 
-use crate::rig::{Rig, reply, rig, rig_with};
+use crate::rig::{Rig, reply, rig, rig_provider, rig_with};
 
 /// Leases the device and runs a CodeAct task to its end; returns every event.
 async fn run(rig: &Rig, goal: &str, max_steps: u32) -> Vec<AgentEvent> {
@@ -193,6 +193,80 @@ async fn the_step_budget_and_repeated_failures_end_runs() {
         refused.llm.requests().len(),
         1,
         "401 is neither retried nor repeated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_hangs_fails_each_step_at_its_deadline_and_the_reason_says_so() {
+    // The provider would wait 30 s per attempt; the step deadline (1.5 s) cuts it short.
+    let cfg = ExecutorConfig {
+        step_timeout_ms: 1_000,
+        step_deadline_ms: 1_500,
+        ..ExecutorConfig::default()
+    };
+    let provider = "timeout = \"30s\"\ncall_timeout = \"60s\"";
+    let rig = rig_provider(vec![], cfg, Default::default(), provider).await;
+    rig.llm
+        .set_fallback(reply("```js\ncomplete(true, 'late')\n```").delay(Duration::from_secs(30)));
+    let started = Instant::now();
+    let events = run(&rig, "Hang", 10).await;
+    let took = started.elapsed();
+    let done = finished(&events);
+    assert!(!done.success);
+    assert_eq!(done.steps, 3, "three failed steps end the run: {done:?}");
+    assert!(
+        done.answer.contains("3 steps in a row failed")
+            && done
+                .answer
+                .contains("did not answer within the step deadline of 1s 500ms"),
+        "{}",
+        done.answer
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "bounded by 3 step deadlines: {took:?}"
+    );
+    assert_eq!(rig.llm.requests().len(), 3, "one request per step");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timed_out_attempt_is_not_retried_and_the_reason_gives_the_real_wait() {
+    let provider = "timeout = \"300ms\"\nretry = { max_attempts = 3, initial_backoff = \"10ms\", max_backoff = \"10ms\" }";
+    let rig = rig_provider(
+        vec![],
+        ExecutorConfig::default(),
+        Default::default(),
+        provider,
+    )
+    .await;
+    rig.llm
+        .set_fallback(reply("```js\ncomplete(true, 'late')\n```").delay(Duration::from_secs(30)));
+    let events = run(&rig, "Slow model", 10).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert!(
+        done.answer.contains("no reply after 3") && done.answer.contains("ms (1 attempt)"),
+        "{}",
+        done.answer
+    );
+    assert_eq!(rig.llm.requests().len(), 3, "three steps, no retries");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_last_step_stopped_by_the_code_timeout_is_named_in_the_final_reason() {
+    let cfg = ExecutorConfig {
+        step_timeout_ms: 300,
+        ..ExecutorConfig::default()
+    };
+    let rig = rig_with(vec![], cfg).await;
+    rig.llm.set_fallback(reply("```js\nwhile (true) {}\n```"));
+    let events = run(&rig, "Spin", 2).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert!(
+        done.answer.contains("step limit (2)") && done.answer.contains("ran longer than 300ms"),
+        "{}",
+        done.answer
     );
 }
 

@@ -49,6 +49,17 @@ pub async fn rig_full(
     cfg: ExecutorConfig,
     secrets: HashMap<String, String>,
 ) -> Rig {
+    let retry = "retry = { max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }";
+    rig_provider(script, cfg, secrets, retry).await
+}
+
+/// A rig whose model provider has `provider` as its timeout and retry settings (TOML lines).
+pub async fn rig_provider(
+    script: Vec<MockResponse>,
+    cfg: ExecutorConfig,
+    secrets: HashMap<String, String>,
+    provider: &str,
+) -> Rig {
     let fleet = droidmesh_sim::start(SimOptions {
         base_port: 0,
         devices: 1,
@@ -65,7 +76,7 @@ pub async fn rig_full(
     let device_ep = serve(tonic::transport::Server::builder().add_service(device)).await;
     let llm = MockLlmServer::start(script).await.unwrap();
     let toml = format!(
-        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.codeact]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n[profiles.executor]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
+        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n{provider}\n[profiles.codeact]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n[profiles.executor]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
         llm.url()
     );
     let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
