@@ -2,6 +2,7 @@
 //! `run`). Config is parsed and validated before any port is bound.
 mod config;
 mod mesh;
+mod output;
 mod run;
 
 use anyhow::{Context, Result};
@@ -11,6 +12,8 @@ use droidmesh_proto::v1::ListDevicesRequest;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_runtime::{ClientOptions, ConfigSource, TelemetryOptions};
 use mesh::{Mesh, Service};
+use output::say;
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -82,7 +85,7 @@ async fn main() {
     // An error is a message with its causes, not a stack trace (whatever RUST_BACKTRACE says);
     // the exit code is 1, as for a task that failed.
     if let Err(e) = real_main(Cli::parse()).await {
-        eprintln!("error: {e:#}");
+        let _ = writeln!(std::io::stderr(), "error: {e:#}");
         std::process::exit(1);
     }
 }
@@ -132,23 +135,23 @@ async fn real_main(cli: Cli) -> Result<()> {
             let no_model = config.llm.is_none() && !run::api_key_in_env();
             let mesh = Mesh::start(config, sims).await?;
             if no_model {
-                println!(
+                say!(
                     "note: no model is configured (no [llm] section, no OPENAI_API_KEY): tasks will fail at their first step.\n      \
                      Configure one, or try `droidmesh run` without --gateway, which replays a recorded demo."
                 );
             }
             for (service, addr) in &mesh.addrs {
-                println!("{:<16} http://{addr}", service.name());
+                say!("{:<16} http://{addr}", service.name());
             }
             if let Some(fleet) = &mesh.sims {
                 for a in fleet.addrs() {
-                    println!(
+                    say!(
                         "{:<16} {a} (simulated; `adb connect {a}` to look at it)",
                         "device"
                     );
                 }
             }
-            println!("ready; Ctrl-C stops everything");
+            say!("ready; Ctrl-C stops everything");
             droidmesh_runtime::shutdown_signal().await;
             mesh.shutdown().await?;
         }
@@ -177,16 +180,20 @@ async fn real_main(cli: Cli) -> Result<()> {
                 .into_inner()
                 .devices;
             if devices.is_empty() {
-                println!("no devices");
+                say!("no devices");
             }
             for d in devices {
                 let lease = d
                     .lease
                     .map(|l| format!("  leased by {}", l.holder))
                     .unwrap_or_default();
-                println!(
+                say!(
                     "{:<24} {:<10} {:<16} {}{}",
-                    d.serial, d.state, d.model, d.product, lease
+                    d.serial,
+                    d.state,
+                    d.model,
+                    d.product,
+                    lease
                 );
             }
         }
@@ -208,7 +215,7 @@ fn device_client(
 
 fn print_state(state: &droidmesh_proto::v1::UiState) {
     if let Some(p) = &state.phone {
-        println!(
+        say!(
             "{}  app {}  activity {}  keyboard {}",
             state.serial,
             p.package,
@@ -236,7 +243,7 @@ fn print_state(state: &droidmesh_proto::v1::UiState) {
                 flags.push(name);
             }
         }
-        println!(
+        say!(
             "{:>3}  {:<14} {:<36} [{},{}][{},{}] {}",
             e.index,
             class,

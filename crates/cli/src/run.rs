@@ -1,7 +1,6 @@
 //! `droidmesh run "<goal>"`: a gateway client with live progress. Without `--gateway` it
 //! starts the whole mesh in this process first (simulated devices included). With no model
 //! configured it replays a recorded demo session and says so.
-use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -12,6 +11,7 @@ use tokio_stream::StreamExt;
 
 use crate::config::Config;
 use crate::mesh::{Mesh, Service};
+use crate::output::say;
 
 /// The goal the recorded demos answer.
 pub const DEMO_GOAL: &str = "Open Settings and turn on Wi-Fi";
@@ -165,7 +165,7 @@ fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -
         // Read now: a missing or malformed file is refused before the mesh starts.
         let cassette = droidmesh_llm::Cassette::load(path)
             .with_context(|| format!("--replay {}", path.display()))?;
-        println!(
+        say!(
             "note: replaying {} ({} recorded answers from {}): no live model is called.",
             path.display(),
             cassette.interactions.len(),
@@ -192,7 +192,7 @@ fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -
                 provider.record_to = Some(path.clone());
             }
         }
-        println!("note: recording every model answer to {}", path.display());
+        say!("note: recording every model answer to {}", path.display());
         config.llm = Some(llm);
     }
     Ok(())
@@ -212,13 +212,11 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
                 } else {
                     ""
                 };
-                println!("note: no model is configured (no [llm] section, no OPENAI_API_KEY).");
-                println!(
-                    "      Replaying a recorded session of the demo goal \"{DEMO_GOAL}\"{mode}:"
-                );
-                println!("      the answers below come from a cassette, not from a live model.");
+                say!("note: no model is configured (no [llm] section, no OPENAI_API_KEY).");
+                say!("      Replaying a recorded session of the demo goal \"{DEMO_GOAL}\"{mode}:");
+                say!("      the answers below come from a cassette, not from a live model.");
                 if args.goal.trim() != DEMO_GOAL {
-                    println!(
+                    say!(
                         "      Your goal is run on the device, but the recorded answers were made for the demo goal."
                     );
                 }
@@ -238,9 +236,7 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             // once, plainly, and run on the direct devices (the simulators) only.
             let server = config.device.adb_server.trim().to_owned();
             if !server.is_empty() && !reachable(&server).await {
-                println!(
-                    "note: no adb server at {server}; phones attached through adb are not used"
-                );
+                say!("note: no adb server at {server}; phones attached through adb are not used");
                 config.device.adb_server.clear();
             }
             let sims = if config.device.direct_devices.is_empty() {
@@ -257,7 +253,7 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             let ep = mesh
                 .endpoint(Service::Gateway)
                 .context("the embedded gateway did not start")?;
-            println!(
+            say!(
                 "mesh: started in {} ms (gateway {ep})",
                 started.elapsed().as_millis()
             );
@@ -416,6 +412,5 @@ fn print_event(ev: &TaskEvent) {
             s
         }
     };
-    println!("{line}");
-    let _ = std::io::stdout().flush();
+    say!("{line}");
 }

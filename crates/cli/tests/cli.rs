@@ -176,3 +176,23 @@ fn llm_url_without_a_model_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--llm-url needs --model"), "{err}");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    // As `droidmesh run … | head -0`: the pipe's reading end is closed before anything is
+    // written, so the first line meets a broken pipe.
+    let mut child = droidmesh()
+        .args(["run", "Open Settings and turn on Wi-Fi"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+}
