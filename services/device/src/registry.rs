@@ -23,6 +23,55 @@ pub struct Slot {
     pub screen: OnceCell<(u32, u32, u32)>,
     /// The UI of the latest GetState, which indices in actions refer to.
     pub last_ui: Mutex<Option<Arc<ParsedUi>>>,
+    /// Set once model and product were read from the device itself.
+    described: OnceCell<()>,
+}
+
+impl Slot {
+    /// A usable device whose model or product is not known yet.
+    pub fn needs_description(&self) -> bool {
+        let info = self.info.lock().unwrap_or_else(|p| p.into_inner());
+        info.state == "device"
+            && (info.model.is_empty() || info.product.is_empty())
+            && self.described.get().is_none()
+    }
+
+    /// Fills model and product from the device's own properties when adb did not give them
+    /// (a device reached directly), once per device; a failed read is tried again next time.
+    /// Spaces become `_`, as `adb devices -l` shows them.
+    pub async fn describe(&self) -> Result<()> {
+        if !self.needs_description() {
+            return Ok(());
+        }
+        self.described
+            .get_or_try_init(|| async {
+                let model = property(&self.adb.shell("getprop ro.product.model").await?);
+                let product = property(&self.adb.shell("getprop ro.product.name").await?);
+                let mut info = self.info.lock().unwrap_or_else(|p| p.into_inner());
+                if info.model.is_empty() {
+                    info.model = model;
+                }
+                if info.product.is_empty() {
+                    info.product = product;
+                }
+                Ok(())
+            })
+            .await
+            .map(|_| ())
+    }
+}
+
+/// A property value as `getprop` printed it, in `adb devices -l` form; empty when the output
+/// is not one short line (an error message, say).
+fn property(out: &str) -> String {
+    let value = out.trim();
+    if value.is_empty() || value.len() > 92 || value.contains(['\n', ':']) {
+        return String::new();
+    }
+    value
+        .chars()
+        .map(|c| if c.is_whitespace() { '_' } else { c })
+        .collect()
 }
 
 /// What adb last said about a device.
@@ -86,6 +135,7 @@ impl Registry {
             info: Mutex::new(info),
             screen: OnceCell::new(),
             last_ui: Mutex::new(None),
+            described: OnceCell::new(),
         });
         self.write().insert(serial, slot.clone());
         slot
@@ -158,6 +208,7 @@ impl Registry {
                         info: Mutex::new(info),
                         screen: OnceCell::new(),
                         last_ui: Mutex::new(None),
+                        described: OnceCell::new(),
                     });
                     slots.insert(d.serial, slot);
                 }
@@ -211,18 +262,9 @@ impl Registry {
                         ..SlotInfo::default()
                     },
                 );
-                match slot.adb.shell("getprop ro.product.model").await {
-                    Ok(out) => {
-                        let model = out.trim();
-                        if !model.is_empty() && !model.contains(' ') {
-                            slot.info.lock().unwrap_or_else(|p| p.into_inner()).model =
-                                model.to_owned();
-                        }
-                    }
-                    Err(e) => {
-                        self.write().remove(&addr.to_string());
-                        return Err(e);
-                    }
+                if let Err(e) = slot.describe().await {
+                    self.write().remove(&addr.to_string());
+                    return Err(e);
                 }
                 Ok(slot)
             }

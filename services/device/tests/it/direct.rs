@@ -45,6 +45,15 @@ async fn direct_tcp_device_configured_and_connected() {
             .iter()
             .all(|d| d.transport == Transport::TcpDirect as i32)
     );
+    // Model and product come from the device itself, in `adb devices -l` form, for the
+    // configured device and the connected one alike.
+    for d in &devices {
+        assert_eq!(
+            (d.model.as_str(), d.product.as_str()),
+            ("DroidMesh_Sim", "droidmesh_sim"),
+            "{d:?}"
+        );
+    }
 
     let serial = addrs[0].to_string();
     let lease = acquire(&mut client, &serial, "direct-test").await;
