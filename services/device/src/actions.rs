@@ -9,7 +9,7 @@ use crate::input::{
 };
 use crate::labels;
 use crate::registry::Slot;
-use crate::state::{read_ui, screen_size, snapshot_for_index};
+use crate::state::{read_ui, read_ui_unmasked, screen_size, snapshot_for_index};
 use crate::ui_dump::centre;
 
 /// What an action did.
@@ -229,6 +229,12 @@ pub async fn type_text(
             taken = format!("focused {} and ", r.describe());
             data["focused"] = r.data();
         }
+    }
+    if sensitive {
+        // The focused field is about to show the secret: from now on every dump masks it,
+        // even if typing fails part way.
+        let ui = read_ui_unmasked(slot).await?;
+        slot.secret_fields.remember(ui.focused(), text);
     }
     if clear {
         // The field's current text, read after focusing it.

@@ -11,6 +11,7 @@ pub mod labels;
 pub mod lease;
 pub mod registry;
 pub mod screenshot;
+pub mod secret_fields;
 pub mod service;
 pub mod state;
 pub mod ui_dump;

@@ -11,6 +11,7 @@ use tokio::sync::OnceCell;
 
 use crate::adb::{AdbDevice, Route, host};
 use crate::error::{DeviceError, Result};
+use crate::secret_fields::SecretFields;
 use crate::ui_dump::ParsedUi;
 
 /// A known device.
@@ -25,6 +26,8 @@ pub struct Slot {
     pub last_ui: Mutex<Option<Arc<ParsedUi>>>,
     /// Set once model and product were read from the device itself.
     described: OnceCell<()>,
+    /// Fields a secret was typed into, masked in every later dump.
+    pub secret_fields: SecretFields,
 }
 
 impl Slot {
@@ -136,6 +139,7 @@ impl Registry {
             screen: OnceCell::new(),
             last_ui: Mutex::new(None),
             described: OnceCell::new(),
+            secret_fields: SecretFields::default(),
         });
         self.write().insert(serial, slot.clone());
         slot
@@ -209,6 +213,7 @@ impl Registry {
                         screen: OnceCell::new(),
                         last_ui: Mutex::new(None),
                         described: OnceCell::new(),
+                        secret_fields: SecretFields::default(),
                     });
                     slots.insert(d.serial, slot);
                 }

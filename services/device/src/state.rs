@@ -10,8 +10,15 @@ use crate::registry::Slot;
 use crate::screenshot::fit_png;
 use crate::ui_dump::{ParsedUi, parse_ui_dump};
 
-/// Dumps and parses the UI hierarchy.
+/// Dumps and parses the UI hierarchy, masking the fields a secret was typed into.
 pub async fn read_ui(slot: &Slot) -> Result<ParsedUi> {
+    let mut ui = read_ui_unmasked(slot).await?;
+    slot.secret_fields.apply(&mut ui);
+    Ok(ui)
+}
+
+/// The UI as the device shows it; only for finding the field a secret was just typed into.
+pub async fn read_ui_unmasked(slot: &Slot) -> Result<ParsedUi> {
     let raw = slot.adb.shell("uiautomator dump /dev/tty").await?;
     parse_ui_dump(&raw)
 }

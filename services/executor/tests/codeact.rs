@@ -271,6 +271,52 @@ async fn a_last_step_stopped_by_the_code_timeout_is_named_in_the_final_reason() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_typed_secret_never_reaches_a_later_prompt_or_event() {
+    let secret = "hunter2-Secret";
+    let secrets = std::collections::HashMap::from([("pin".to_owned(), secret.to_owned())]);
+    let cfg = ExecutorConfig {
+        step_timeout_ms: 5_000,
+        ..ExecutorConfig::default()
+    };
+    let rig = crate::rig::rig_full(
+        vec![
+            reply("```js\nopen_app('com.droidmesh.notes')\n```"),
+            reply("```js\nconst field = ui_state.find(e => e.editable);\ntype_secret('pin', field.index)\n```"),
+            // The model looks at the screen, the field and the phone state in every way it can.
+            reply("```js\nconsole.log(JSON.stringify(ui_state))\n```"),
+            reply("```js\nconst f = ui_state.find(e => e.editable); f.text\n```"),
+            reply("```js\ncomplete(true, 'typed')\n```"),
+        ],
+        cfg,
+        secrets,
+    )
+    .await;
+    let events = run_with(&rig, "Type the PIN", 6, None, |s| {
+        s.secret_ids = vec!["pin".into()];
+    })
+    .await;
+    assert!(finished(&events).success, "{:?}", finished(&events));
+    // The phone really holds it.
+    let dump = rig.fleet.devices()[0].shell("uiautomator dump /dev/tty");
+    assert!(String::from_utf8_lossy(&dump.stdout).contains(secret));
+    let requests = rig.llm.requests();
+    assert_eq!(requests.len(), 5);
+    for (i, request) in requests.iter().enumerate() {
+        let body = request.json().to_string();
+        assert!(!body.contains(secret), "request {i} carries the secret");
+    }
+    // What the model read back is the mask.
+    let last = user_prompt(&rig, 4);
+    assert!(
+        last.contains(&"\u{2022}".repeat(secret.chars().count())),
+        "{last}"
+    );
+    for event in &events {
+        assert!(!format!("{event:?}").contains(secret), "{event:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_fractional_index_is_a_type_error_the_model_sees() {
     let rig = rig(vec![
         reply("```js\ntap(2.7)\n```"),

@@ -441,9 +441,13 @@ async fn type_secret_types_an_allowed_secret_that_no_answer_repeats() {
     let resp = execute(&rig, req).await.unwrap();
     assert!(result(&resp).success, "{resp:?}");
     assert!(!format!("{resp:?}").contains(secret), "{resp:?}");
+    // The phone holds the secret; every later read masks the field, as a password field.
+    let dump = rig.fleet.devices()[0].shell("uiautomator dump /dev/tty");
+    assert!(String::from_utf8_lossy(&dump.stdout).contains(secret));
     let state = leased.state().await;
     let typed = state.elements.iter().find(|e| e.index == field).unwrap();
-    assert_eq!(typed.text, secret);
+    assert_eq!(typed.text, "\u{2022}".repeat(secret.chars().count()));
+    assert!(!format!("{state:?}").contains(secret));
     // The prompt names the id, never the value.
     for request in rig.llm.requests() {
         let body = request.json().to_string();

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::OnceLock;
 
 use droidmesh_device::DeviceConfig;
-use droidmesh_sim::testkit::{AdbServer, adb_available};
+use droidmesh_sim::testkit::{AdbServer, require_adb};
 use droidmesh_sim::{SimFleet, SimOptions};
 
 /// Devices of the shared fleet, each given to one test so tests do not disturb each other.
@@ -23,14 +23,12 @@ pub struct Shared {
 
 static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
 
-/// The shared adb server and fleet, or `None` (with a note) when adb is not installed.
+/// The shared adb server and fleet; without adb the tests fail, or are skipped visibly
+/// (`None`) when DROIDMESH_SKIP_ADB_TESTS=1.
 pub fn shared() -> Option<&'static Shared> {
     SHARED
         .get_or_init(|| {
-            if !adb_available() {
-                eprintln!(
-                    "note: `adb` is not installed; skipping device service integration tests"
-                );
+            if !require_adb("device service integration tests") {
                 return None;
             }
             let (tx, rx) = std::sync::mpsc::channel();
