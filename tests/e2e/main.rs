@@ -12,7 +12,7 @@ use droidmesh_proto::v1::{
     CancelTaskRequest, GetTaskRequest, ListDevicesRequest, TaskEvent, TaskRequest, TaskState,
     WatchTaskRequest, task_event,
 };
-use droidmesh_sim::testkit::{AdbServer, adb_available};
+use droidmesh_sim::testkit::{AdbServer, require_adb};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
@@ -228,8 +228,7 @@ async fn lease_holder(mesh: &Mesh, serial: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let mut mesh = start(vec![
@@ -447,8 +446,7 @@ async fn task_state(mesh: &Mesh, id: &str) -> TaskState {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_replies_step_limits_cancel_reconnect_and_a_killed_device_service() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let mut mesh = start(vec![

@@ -182,8 +182,7 @@ impl Hook {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reasoning_mode_plans_acts_remembers_and_answers_follow_ups() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let mesh = start_with(
@@ -294,8 +293,7 @@ async fn reasoning_mode_plans_acts_remembers_and_answers_follow_ups() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_script_posts_what_the_screen_shows_and_refused_addresses_are_reported() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     // The webhook (allowed by the config), a redirector served as `localhost` (allowed) that
@@ -413,8 +411,7 @@ async fn a_script_posts_what_the_screen_shows_and_refused_addresses_are_reported
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_text_task_turns_a_note_into_a_bulleted_list() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let mesh = start_with(
@@ -455,8 +452,7 @@ async fn a_text_task_turns_a_note_into_a_bulleted_list() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn human_help_goal_changes_and_the_human_timeout() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let mesh = start_with(

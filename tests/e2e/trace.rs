@@ -65,8 +65,7 @@ impl TraceService for Collector {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_is_one_trace_across_the_processes() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let (collector, otlp, server) = collector().await;
@@ -252,8 +251,7 @@ async fn collector() -> (Collector, String, tokio::task::JoinHandle<()>) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reasoning_task_is_one_trace_across_every_agent_and_the_device() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping the cross-process tests");
+    if !require_adb("cross-process tests") {
         return;
     }
     let (collector, otlp, server) = collector().await;

@@ -14,6 +14,28 @@ pub fn adb_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The environment variable that lets tests needing `adb` be skipped, visibly.
+pub const SKIP_ADB_VAR: &str = "DROIDMESH_SKIP_ADB_TESTS";
+
+/// For a test that needs Debian's `adb`: `true` when it is installed. Without it the test
+/// fails, naming what to install, unless `DROIDMESH_SKIP_ADB_TESTS=1` asks to skip: then it
+/// says on stderr that `test` was skipped and why, and returns `false`.
+pub fn require_adb(test: &str) -> bool {
+    if adb_available() {
+        return true;
+    }
+    let reason = "`adb` is not on PATH (Debian's `adb` package; scripts/setup.sh installs it)";
+    if std::env::var(SKIP_ADB_VAR).is_ok_and(|v| v == "1") {
+        eprintln!("SKIPPED {test}: {reason}; {SKIP_ADB_VAR}=1");
+        return false;
+    }
+    // A test must not pass without the part it tests.
+    #[allow(clippy::panic)]
+    {
+        panic!("{test} needs adb: {reason}; set {SKIP_ADB_VAR}=1 to skip such tests visibly");
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AdbError {
     #[error("cannot run adb: {0}")]
