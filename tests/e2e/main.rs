@@ -319,7 +319,15 @@ async fn tasks_run_across_processes_and_a_killed_executor_frees_the_device() {
         }
     };
     let (ta, tb) = (tokio::spawn(both(a.clone())), tokio::spawn(both(b.clone())));
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Once the device service reports `a` leased, a third task for it must be refused.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while lease_holder(&mesh, &a).await.is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{a} was never leased"
+        );
+        tokio::task::yield_now().await;
+    }
     let mut g = mesh.gateway.clone();
     let busy = g
         .submit_task(TaskRequest {
@@ -502,6 +510,13 @@ complete(true, 'three')
 wait(3000)
 ```",
         ),
+        // The restarted device service serves the next task.
+        reply(
+            "```javascript
+open_app('Notes');
+complete(true, 'served again')
+```",
+        ),
     ])
     .await;
     let a = mesh.serials[0].clone();
@@ -608,8 +623,8 @@ wait(3000)
     let replay = rest_of(&mut replay).await;
     assert_eq!(replay, seen);
 
-    // The device service dies mid-task: the task fails naming the device; a restarted
-    // device service has no stale lease, so the phone is free for the next task.
+    // The device service dies mid-task: the task fails naming the device service; once
+    // restarted, it lists the phone again and serves the next task on it.
     let (id, mut watch) = submit_until_code(&mesh, req("Wait, then look")).await;
     mesh.device.kill();
     let done = completed(&rest_of(&mut watch).await);
@@ -618,17 +633,24 @@ wait(3000)
     assert_eq!(task_state(&mesh, &id).await, TaskState::Failed);
     let args: Vec<&str> = mesh.device_args.iter().map(String::as_str).collect();
     mesh.device = Proc::spawn("device", &args).unwrap();
-    let mut free = false;
-    for _ in 0..200 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
         let mut g = mesh.gateway.clone();
         if let Ok(list) = g.list_devices(ListDevicesRequest {}).await
-            && let Some(d) = list.get_ref().devices.iter().find(|d| d.serial == a)
+            && list
+                .get_ref()
+                .devices
+                .iter()
+                .any(|d| d.serial == a && d.state == "device")
         {
-            assert!(d.lease.is_none(), "stale lease after restart: {d:?}");
-            free = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the restarted device service never listed {a} as usable"
+        );
+        tokio::task::yield_now().await;
     }
-    assert!(free, "the restarted device service never listed {a}");
+    let done = completed(&run(&mesh, req("Open Notes again")).await);
+    assert!(done.success && done.answer == "served again", "{done:?}");
 }

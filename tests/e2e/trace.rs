@@ -24,9 +24,38 @@ struct Got {
 }
 
 /// An OTLP/gRPC trace collector on loopback that keeps every span.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 struct Collector {
     spans: Arc<Mutex<Vec<Got>>>,
+    /// Counts exports, so a test waits for the next one instead of sleeping.
+    exports: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for Collector {
+    fn default() -> Self {
+        Self {
+            spans: Arc::default(),
+            exports: Arc::new(tokio::sync::watch::channel(0).0),
+        }
+    }
+}
+
+impl Collector {
+    /// Waits, up to `within`, until the spans received so far satisfy `ready`; returns them.
+    async fn spans_when(&self, within: Duration, ready: impl Fn(&[Got]) -> bool) -> Vec<Got> {
+        let mut exports = self.exports.subscribe();
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let spans = self.spans.lock().unwrap().clone();
+            if ready(&spans) {
+                return spans;
+            }
+            match tokio::time::timeout_at(deadline, exports.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return spans,
+            }
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -57,6 +86,8 @@ impl TraceService for Collector {
                 }
             }
         }
+        drop(spans);
+        self.exports.send_modify(|n| *n += 1);
         Ok(tonic::Response::new(ExportTraceServiceResponse {
             partial_success: None,
         }))
@@ -103,7 +134,11 @@ async fn a_task_is_one_trace_across_the_processes() {
         "droidmesh-executor",
         "droidmesh-device",
     ];
-    let trace = task_trace(&collector, &services, |_| true).await;
+    let tapped = |t: &[Got]| {
+        t.iter()
+            .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap"))
+    };
+    let trace = task_trace(&collector, &services, tapped).await;
     let names = span_names(&trace);
     // Each process's spans hang under a span of the process that called it: the trace is one
     // tree, not three trees that happen to share an id.
@@ -158,14 +193,9 @@ async fn a_task_is_one_trace_across_the_processes() {
             .iter()
             .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"))
     };
-    let mut spans = Vec::new();
-    for _ in 0..100 {
-        spans = collector.spans.lock().unwrap().clone();
-        if typed_secret(&spans) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let spans = collector
+        .spans_when(Duration::from_secs(10), |s| typed_secret(s))
+        .await;
     assert!(
         typed_secret(&spans),
         "the type_secret call and its TypeText are not in the trace"
@@ -198,25 +228,27 @@ async fn task_trace(
     services: &[&str],
     done: impl Fn(&[Got]) -> bool,
 ) -> Vec<Got> {
-    let mut trace: Vec<Got> = Vec::new();
-    for _ in 0..100 {
-        let spans = collector.spans.lock().unwrap().clone();
-        if let Some(root) = spans
+    let of_first_task = |spans: &[Got]| -> Vec<Got> {
+        spans
             .iter()
             .find(|g| g.service == "droidmesh-gateway" && g.span.name.contains("RunTask"))
-        {
-            trace = spans
-                .iter()
-                .filter(|g| g.span.trace_id == root.span.trace_id)
-                .cloned()
-                .collect();
+            .map(|root| {
+                spans
+                    .iter()
+                    .filter(|g| g.span.trace_id == root.span.trace_id)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let spans = collector
+        .spans_when(Duration::from_secs(10), |spans| {
+            let trace = of_first_task(spans);
             let seen: HashSet<&str> = trace.iter().map(|g| g.service.as_str()).collect();
-            if services.iter().all(|s| seen.contains(s)) && done(&trace) {
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            services.iter().all(|s| seen.contains(s)) && done(&trace)
+        })
+        .await;
+    let trace = of_first_task(&spans);
     let names = span_names(&trace);
     for s in services {
         assert!(
