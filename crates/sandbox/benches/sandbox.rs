@@ -97,6 +97,21 @@ fn main() {
         "  back to back, one ends as one starts",
         format!("{:.1?}", median(creation_times(&limits, None)))
     );
+    // Spares end after 10 s without a session: the first session after a quiet spell pays
+    // the full build (thread, runtime, context).
+    let idle: Vec<Duration> = (0..2)
+        .map(|_| {
+            std::thread::sleep(Duration::from_secs(11));
+            let start = Instant::now();
+            drop(Session::new(limits.clone(), capabilities()).unwrap());
+            start.elapsed()
+        })
+        .collect();
+    println!(
+        "{:<44} {:>14}",
+        "  after 11 s idle, spares expired (median)",
+        format!("{:.1?}", median(idle))
+    );
     let faults_before = minor_faults();
     let mut live = Vec::new();
     let samples: Vec<Duration> = (0..100)
