@@ -146,4 +146,36 @@ mod tests {
             Err(WireError::TooLarge(MAX_PAYLOAD + 1))
         );
     }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=1000000 runs a longer search than CI's.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(4000)
+        ))]
+
+        /// Any 24 bytes decode to a header or a refusal; a header never promises more
+        /// payload than the limit.
+        #[test]
+        fn any_header_bytes_decode_or_are_refused(bytes in proptest::array::uniform24(proptest::num::u8::ANY)) {
+            if let Ok(h) = Header::decode(&bytes) {
+                proptest::prop_assert!(h.data_length <= MAX_PAYLOAD);
+                proptest::prop_assert_eq!(h.command ^ 0xffff_ffff, word(&bytes, 5));
+            }
+        }
+
+        #[test]
+        fn encoded_messages_decode_to_what_was_sent(
+            command in proptest::num::u32::ANY,
+            arg0 in proptest::num::u32::ANY,
+            arg1 in proptest::num::u32::ANY,
+            payload in proptest::collection::vec(proptest::num::u8::ANY, 0..512),
+        ) {
+            let msg = encode(command, arg0, arg1, &payload);
+            let mut head = [0u8; HEADER_LEN];
+            head.copy_from_slice(&msg[..HEADER_LEN]);
+            let h = Header::decode(&head).unwrap();
+            proptest::prop_assert_eq!((h.command, h.arg0, h.arg1), (command, arg0, arg1));
+            proptest::prop_assert_eq!(&msg[HEADER_LEN..], payload.as_slice());
+        }
+    }
 }

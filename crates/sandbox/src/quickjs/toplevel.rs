@@ -421,7 +421,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        // PROPTEST_CASES=1000000 runs a longer search than CI's.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+        ))]
         #[test]
         fn never_panics_and_keeps_the_line_count(code in "(const |let |class |[a-z{}()\\[\\]`'\"/$;=\n\\\\ ]|\u{e9}|\u{2028})*") {
             let out = open(&code);
