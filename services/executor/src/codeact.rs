@@ -49,12 +49,15 @@ pub struct Run {
     pub device: DeviceServiceClient<TracedChannel>,
     pub start: CodeActStart,
     pub events: mpsc::Sender<Result<AgentEvent, Status>>,
-    pub steer: mpsc::UnboundedReceiver<Steer>,
+    pub steer: mpsc::Receiver<Steer>,
     /// Values of secrets by id, from the executor's environment.
     pub secrets: HashMap<String, String>,
 }
 
 const AGENT: &str = "codeact";
+
+/// Notes from the user (messages, replies, goal changes) kept for the prompt, newest last.
+const MAX_NOTES: usize = 16;
 
 struct Outcome {
     success: bool,
@@ -237,6 +240,9 @@ impl Run {
                 Steer::Note(n) | Steer::HumanReply(n) => progress.notes.push(n),
             }
         }
+        // The prompt shows the latest notes only.
+        let over = progress.notes.len().saturating_sub(MAX_NOTES);
+        progress.notes.drain(..over);
         Ok(())
     }
 

@@ -21,6 +21,9 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::codeact::{Run, Steer};
+
+/// Steering messages waiting for the run to take them.
+const STEER_QUEUE: usize = 32;
 use crate::config::ExecutorConfig;
 use crate::error::{ExecutorError, to_status};
 use crate::subgoal::execute_subgoal;
@@ -124,8 +127,9 @@ impl Executor {
         }
         let (device, _lease) = self.device_for(start.device.as_ref())?;
         let (tx, rx) = mpsc::channel(64);
-        let (steer_tx, steer_rx) = mpsc::unbounded_channel();
-        // Steering messages: forwarded until the gateway closes its side.
+        // Steering messages: forwarded until the gateway closes its side. A full queue holds
+        // the reader back, and HTTP/2 flow control the gateway.
+        let (steer_tx, steer_rx) = mpsc::channel(STEER_QUEUE);
         tokio::spawn(async move {
             while let Some(Ok(msg)) = input.next().await {
                 let steer = match msg.kind {
@@ -135,7 +139,7 @@ impl Executor {
                     Some(code_act_input::Kind::Stop(true)) => Steer::Stop,
                     _ => continue,
                 };
-                if steer_tx.send(steer).is_err() {
+                if steer_tx.send(steer).await.is_err() {
                     break;
                 }
             }
