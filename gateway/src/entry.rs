@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use droidmesh_proto::v1::{Task, TaskEvent, TaskState, task_event};
-use prost::Message as _;
+use prost::Message;
 use tokio::sync::{mpsc, watch};
 
 pub fn now_ms() -> i64 {
@@ -61,11 +61,16 @@ pub struct LogEnd {
 
 struct Data {
     task: Task,
-    events: VecDeque<TaskEvent>,
-    /// Encoded size of `events`.
+    /// The kept events, encoded without their task id (held once, in `TaskEntry::id`): an
+    /// event in memory is its encoded size, where the decoded message is 344 bytes and more.
+    /// Their seqs run from `task.first_seq` without gaps.
+    events: VecDeque<Vec<u8>>,
+    /// Sum of the lengths in `events`.
     bytes: usize,
     step: u32,
     ended: bool,
+    /// Dropped once the task has ended.
+    control: Option<mpsc::Sender<Control>>,
 }
 
 pub struct TaskEntry {
@@ -75,7 +80,6 @@ pub struct TaskEntry {
     limits: Limits,
     data: Mutex<Data>,
     last_seq: watch::Sender<u64>,
-    control: mpsc::Sender<Control>,
     cancel: watch::Sender<Option<String>>,
 }
 
@@ -93,9 +97,9 @@ impl TaskEntry {
                 bytes: 0,
                 step: 0,
                 ended: false,
+                control: Some(control),
             }),
             last_seq: watch::channel(0).0,
-            control,
             cancel: watch::channel(None).0,
         };
         (entry, rx)
@@ -139,23 +143,27 @@ impl TaskEntry {
             let seq = d.task.last_seq + 1;
             d.ended |= matches!(kind, task_event::Kind::Completed(_));
             let event = TaskEvent {
-                task_id: self.id.clone(),
+                task_id: String::new(),
                 seq,
                 time_ms: now_ms(),
                 step: d.step,
                 kind: Some(kind),
-            };
-            d.bytes += event.encoded_len();
+            }
+            .encode_to_vec();
+            d.bytes += event.len();
             d.events.push_back(event);
+            if d.task.first_seq == 0 {
+                d.task.first_seq = seq;
+            }
             while d.events.len() > 1
                 && (d.events.len() > self.limits.max_events
                     || d.bytes > self.limits.max_event_bytes)
             {
                 if let Some(old) = d.events.pop_front() {
-                    d.bytes -= old.encoded_len();
+                    d.bytes -= old.len();
+                    d.task.first_seq += 1;
                 }
             }
-            d.task.first_seq = d.events.front().map_or(0, |e| e.seq);
             d.task.last_seq = seq;
             d.task.updated_at_ms = now_ms();
             seq
@@ -168,9 +176,23 @@ impl TaskEntry {
     /// the first one returned may have a larger seq than `from`.
     pub fn events_from(&self, from: u64, max: usize) -> Vec<TaskEvent> {
         let d = self.lock();
-        let first = d.events.front().map_or(1, |e| e.seq);
-        let skip = usize::try_from(from.saturating_sub(first)).unwrap_or(usize::MAX);
-        d.events.iter().skip(skip).take(max).cloned().collect()
+        let skip = usize::try_from(from.saturating_sub(d.task.first_seq)).unwrap_or(usize::MAX);
+        d.events
+            .iter()
+            .skip(skip)
+            .take(max)
+            .filter_map(|bytes| match TaskEvent::decode(bytes.as_slice()) {
+                Ok(mut ev) => {
+                    ev.task_id.clone_from(&self.id);
+                    Some(ev)
+                }
+                Err(e) => {
+                    // Encoded by `push` above; cannot happen short of a prost bug.
+                    tracing::error!(task = %self.id, error = %e, "a logged event does not decode");
+                    None
+                }
+            })
+            .collect()
     }
 
     /// The log's end, read at once (no event can slip between the two fields).
@@ -194,7 +216,11 @@ impl TaskEntry {
 
     /// Queues a message for the task's run without waiting.
     pub fn control(&self, c: Control) -> Result<(), Refused> {
-        self.control.try_send(c).map_err(|e| match e {
+        let d = self.lock();
+        let Some(control) = &d.control else {
+            return Err(Refused::Ended);
+        };
+        control.try_send(c).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Refused::Full(self.limits.max_queued),
             mpsc::error::TrySendError::Closed(_) => Refused::Ended,
         })
@@ -231,6 +257,8 @@ impl TaskEntry {
     pub(crate) fn compact(&self) {
         let mut d = self.lock();
         compact(&mut d.task);
+        d.control = None;
+        d.events.shrink_to_fit();
     }
 }
 

@@ -59,6 +59,7 @@ fn the_log_keeps_the_newest_events_within_its_count_and_bytes() {
     let kept: Vec<u64> = t.events_from(1, 100).iter().map(|e| e.seq).collect();
     assert_eq!(kept, (17..=26).collect::<Vec<_>>());
     assert_eq!(t.snapshot().first_seq, 17);
+    assert!(t.events_from(1, 100).iter().all(|e| e.task_id == "t1"));
     assert!(t.log_end().ended);
 
     // 1 KiB events in a 4 KiB budget: three fit (each is a little over 1 KiB encoded).
@@ -141,6 +142,7 @@ fn an_ended_task_is_compact() {
     let mut t = largest_task();
     compact(&mut t);
     let size = t.encoded_len();
+    println!("largest ended-task record: {size} bytes encoded");
     assert!(size <= 16 * 1024, "an ended task's record is {size} bytes");
     assert_eq!(t.answer.chars().count(), KEPT_ANSWER + 1);
     assert!(t.answer.ends_with('…'));

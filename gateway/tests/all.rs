@@ -6,6 +6,7 @@
 mod agents;
 mod hardening;
 mod harness;
+mod limits;
 mod minds;
 mod reasoning;
 mod tasks;
