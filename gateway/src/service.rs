@@ -234,6 +234,12 @@ impl Gateway for GatewayService {
             | send_message_request::Kind::Note(t) => t,
         };
         check::text(message_field(&kind), text, self.deps.cfg.max_goal_bytes)?;
+        if matches!(&kind, send_message_request::Kind::ChangeGoal(g) if g.trim().is_empty()) {
+            return Err(GatewayError::InvalidRequest(
+                "change_goal is empty: give the new goal".into(),
+            )
+            .into());
+        }
         let state = entry.state();
         let reply = |accepted: bool, detail: String| {
             Ok(Response::new(SendMessageResponse { accepted, detail }))
@@ -257,12 +263,6 @@ impl Gateway for GatewayService {
                     );
                 }
                 Control::HumanReply(t)
-            }
-            send_message_request::Kind::ChangeGoal(g) if g.trim().is_empty() => {
-                return Err(GatewayError::InvalidRequest(
-                    "change_goal is empty: give the new goal".into(),
-                )
-                .into());
             }
             send_message_request::Kind::ChangeGoal(g) => Control::ChangeGoal(g),
             send_message_request::Kind::Stop(reason) if state == TaskState::Pending => {

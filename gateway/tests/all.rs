@@ -4,6 +4,7 @@
 //! scripter and text manipulator).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod agents;
+mod bad_input;
 mod hardening;
 mod harness;
 mod limits;
