@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use droidmesh_gateway::GatewayConfig;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, CancelTaskRequest, GetTaskRequest, ListTasksRequest, Task, TaskState,
-    WatchTaskRequest, task_event,
+    AcquireLeaseRequest, CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
+    Task, TaskState, WatchTaskRequest, send_message_request, task_event,
 };
 use prost::Message as _;
 use tonic::Code;
@@ -223,6 +223,22 @@ async fn a_queued_task_fails_when_no_device_frees_in_time() {
     let mut r = request("answer: never", serial);
     r.wait_for_device = true;
     let mut g = stack.gateway.clone();
+    // A stop for a task still in the queue cancels it: there is no step to let finish.
+    let queued = g.submit_task(r.clone()).await.unwrap().into_inner().task_id;
+    let reply = g
+        .send_message(SendMessageRequest {
+            task_id: queued.clone(),
+            kind: Some(send_message_request::Kind::Stop("not needed".into())),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(reply.accepted, "{reply:?}");
+    wait_until("the queued task ending", async || {
+        get(&stack, &queued).await.unwrap().state == TaskState::Cancelled as i32
+    })
+    .await;
+    assert_eq!(get(&stack, &queued).await.unwrap().error, "not needed");
     let events = collect(g.run_task(r).await.unwrap().into_inner()).await;
     let waiting = events.iter().any(|e| match &e.kind {
         Some(task_event::Kind::Status(s)) => {
