@@ -65,6 +65,16 @@ pub struct Agents {
     pub executor: ExecutorServiceClient<TracedChannel>,
     pub scripter: ScripterServiceClient<TracedChannel>,
     pub text_manipulator: TextManipulatorServiceClient<TracedChannel>,
+    /// Where each agent is called, as configured, in the order of [`Agent::ALL`].
+    pub endpoints: [String; 4],
+}
+
+impl Agents {
+    /// The configured endpoint (or comma-separated endpoints) of `agent`.
+    pub fn endpoint(&self, agent: Agent) -> &str {
+        let i = Agent::ALL.iter().position(|a| *a == agent).unwrap_or(0);
+        &self.endpoints[i]
+    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,27 @@ pub struct GatewayConfig {
     pub max_steps_limit: u32,
     /// Lease time-to-live asked of the device service; renewed every third of it.
     pub lease_ttl_ms: u32,
-    /// How often a task waiting for a busy device asks again.
+    /// A task waiting for a busy device asks again after this, then twice as long each time
+    /// up to 5 s (or this, if longer); a lease this gateway releases wakes it at once.
     pub device_poll_ms: u64,
+    /// Longest a task waits for a device (`wait_for_device`) before it fails.
+    pub device_wait_ms: u64,
     /// Finished tasks kept for GetTask/WatchTask before the oldest are forgotten.
     pub keep_finished_tasks: usize,
+    /// A finished task is forgotten this long after it ended, however few there are.
+    pub keep_finished_for_ms: u64,
+    /// Events kept per task (the newest; the completed event always stays).
+    pub max_events_per_task: usize,
+    /// Bytes of events kept per task (encoded size; the newest event always stays).
+    pub max_event_bytes_per_task: usize,
+    /// Longest goal, in bytes (UTF-8), for a task or a goal change; also the longest note,
+    /// human reply, stop or cancel reason.
+    pub max_goal_bytes: usize,
+    /// Largest whole task request, in bytes as encoded (goal, schema, app card, models ...).
+    pub max_request_bytes: usize,
+    /// Messages (notes, replies, goal changes, stops) waiting for a task to take them; more
+    /// are refused with RESOURCE_EXHAUSTED.
+    pub max_queued_messages: usize,
     /// After a stop request, how long the agent may take to end its step before the task is
     /// cut off.
     pub stop_grace_ms: u64,
@@ -45,7 +62,14 @@ impl Default for GatewayConfig {
             max_steps_limit: 500,
             lease_ttl_ms: 30_000,
             device_poll_ms: 500,
+            device_wait_ms: 600_000,
             keep_finished_tasks: 1_000,
+            keep_finished_for_ms: 3_600_000,
+            max_events_per_task: 2_000,
+            max_event_bytes_per_task: 2 * 1024 * 1024,
+            max_goal_bytes: 64 * 1024,
+            max_request_bytes: 256 * 1024,
+            max_queued_messages: 32,
             stop_grace_ms: 10_000,
             agent_call_timeout_ms: 600_000,
             human_wait_ms: 600_000,
@@ -74,6 +98,28 @@ impl GatewayConfig {
         }
         if self.device_poll_ms == 0 {
             return Err("gateway.device_poll_ms must be at least 1".into());
+        }
+        let at_least_1 = [
+            ("device_wait_ms", self.device_wait_ms as usize),
+            ("keep_finished_for_ms", self.keep_finished_for_ms as usize),
+            ("max_events_per_task", self.max_events_per_task),
+            ("max_goal_bytes", self.max_goal_bytes),
+            ("max_queued_messages", self.max_queued_messages),
+        ];
+        if let Some((name, _)) = at_least_1.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("gateway.{name} must be at least 1, got 0"));
+        }
+        if self.max_event_bytes_per_task < 1024 {
+            return Err(format!(
+                "gateway.max_event_bytes_per_task must be at least 1024, got {}",
+                self.max_event_bytes_per_task
+            ));
+        }
+        if self.max_request_bytes < self.max_goal_bytes {
+            return Err(format!(
+                "gateway.max_request_bytes ({}) must be at least gateway.max_goal_bytes ({})",
+                self.max_request_bytes, self.max_goal_bytes
+            ));
         }
         if self.agent_call_timeout_ms < 100 {
             return Err(format!(

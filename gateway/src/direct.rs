@@ -8,6 +8,7 @@ use droidmesh_proto::v1::{
 };
 use tokio::sync::mpsc;
 
+use crate::agents::Agent;
 use crate::driver::{Driver, Ending, TaskCtx, non_empty};
 use crate::error::PeerError;
 use crate::runner::{add_usage, set_state};
@@ -48,12 +49,13 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
         return Ending::failed("internal error: the executor input closed before starting");
     }
     let mut executor = deps.agents.executor.clone();
+    let executor_ep = deps.agents.endpoint(Agent::Executor);
     let mut stream = match executor
         .run_code_act(tokio_stream::wrappers::ReceiverStream::new(in_rx))
         .await
     {
         Ok(s) => s.into_inner(),
-        Err(s) => return Ending::failed(PeerError::new("executor", &s).to_string()),
+        Err(s) => return Ending::failed(PeerError::call("executor", executor_ep, &s).to_string()),
     };
     let mut stop_deadline: Option<tokio::time::Instant> = None;
     let mut stop_reason = String::new();
@@ -79,12 +81,18 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
                     }
                 }
                 Ok(None) => return Ending::failed("the executor ended the run without finishing it"),
-                Err(s) => return Ending::failed(format!("the executor's run broke off: {}", PeerError::new("executor", &s))),
+                Err(s) => {
+                    let e = PeerError::call("executor", executor_ep, &s);
+                    return Ending::failed(if e.transport.is_some() {
+                        e.to_string()
+                    } else {
+                        format!("the executor's run broke off: {e}")
+                    });
+                }
             },
             c = ctx.control.recv() => {
                 let Some(c) = c else { return Ending::cancelled("the gateway is shutting down") };
                 let kind = match c {
-                    Control::Cancel(reason) => return Ending::cancelled(non_empty(reason, "cancelled by the user")),
                     Control::Stop(reason) => {
                         stop_reason = reason;
                         stop_deadline = Some(tokio::time::Instant::now() + Duration::from_millis(deps.cfg.stop_grace_ms));

@@ -49,8 +49,8 @@ pub struct TaskCtx<'a> {
     pub entry: &'a TaskEntry,
     pub req: &'a TaskRequest,
     pub lease: &'a Lease,
-    /// Messages for the running task (SendMessage, CancelTask).
-    pub control: &'a mut mpsc::UnboundedReceiver<Control>,
+    /// Messages for the running task (SendMessage); a cancel ends the run in the runner.
+    pub control: &'a mut mpsc::Receiver<Control>,
 }
 
 impl TaskCtx<'_> {

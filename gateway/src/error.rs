@@ -10,14 +10,60 @@ pub struct PeerError {
     pub service: &'static str,
     pub code: Code,
     pub message: String,
+    /// Set when the connection failed rather than the service answering.
+    pub transport: Option<Transport>,
+    /// Where the service was called (empty when not known).
+    pub endpoint: String,
+}
+
+/// How a connection to a service failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Nothing answered at the endpoint.
+    Unreachable,
+    /// The connection broke while the call was under way (the process died, the network
+    /// dropped).
+    Broken,
 }
 
 impl PeerError {
+    /// A status the service answered with (or one without a known endpoint).
     pub fn new(service: &'static str, status: &Status) -> Self {
         Self {
             service,
             code: status.code(),
             message: status.message().to_owned(),
+            transport: None,
+            endpoint: String::new(),
+        }
+    }
+
+    /// A failed call to `service` at `endpoint`. A failure of the connection itself (the
+    /// transport's own words, such as an HTTP/2 error) becomes one plain sentence naming the
+    /// service and its endpoint; the transport's detail goes to the log, not to the user.
+    pub fn call(service: &'static str, endpoint: &str, status: &Status) -> Self {
+        let Some(transport) = transport_failure(status) else {
+            return Self {
+                endpoint: endpoint.to_owned(),
+                ..Self::new(service, status)
+            };
+        };
+        tracing::warn!(
+            peer = service,
+            endpoint,
+            code = ?status.code(),
+            transport_error = status.message(),
+            "connection to a service failed"
+        );
+        Self {
+            service,
+            code: Code::Unavailable,
+            message: match transport {
+                Transport::Unreachable => "could not be reached".into(),
+                Transport::Broken => "went away mid-step".into(),
+            },
+            transport: Some(transport),
+            endpoint: endpoint.to_owned(),
         }
     }
 
@@ -33,6 +79,9 @@ impl PeerError {
     fn describe(&self) -> String {
         let s = self.service;
         let m = &self.message;
+        if self.transport.is_some() {
+            return format!("{s} at {} {m}", self.endpoint);
+        }
         match self.code {
             Code::Unavailable | Code::Unknown => format!("{s} is unavailable: {m}"),
             Code::DeadlineExceeded => format!("{s} did not answer in time: {m}"),
@@ -43,6 +92,40 @@ impl PeerError {
             }
             code => format!("{s} failed ({code:?}): {m}"),
         }
+    }
+}
+
+/// Whether `status` reports a failed connection rather than an answer: statuses a service
+/// sends have no source error; those the client's transport makes (HTTP/2, hyper, sockets)
+/// carry the error that caused them.
+fn transport_failure(status: &Status) -> Option<Transport> {
+    if !matches!(
+        status.code(),
+        Code::Unknown | Code::Internal | Code::Unavailable
+    ) {
+        return None;
+    }
+    let mut source = std::error::Error::source(status)?;
+    loop {
+        if let Some(io) = source.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            if matches!(
+                io.kind(),
+                K::ConnectionRefused | K::AddrNotAvailable | K::NotFound | K::HostUnreachable
+            ) {
+                return Some(Transport::Unreachable);
+            }
+        }
+        match source.source() {
+            Some(next) => source = next,
+            None => break,
+        }
+    }
+    let m = status.message();
+    if m.contains("connect error") || m.contains("trying to connect") {
+        Some(Transport::Unreachable)
+    } else {
+        Some(Transport::Broken)
     }
 }
 
@@ -66,13 +149,23 @@ pub enum GatewayError {
     /// A peer failed while serving a pass-through call (ListDevices).
     #[error(transparent)]
     Peer(PeerError),
+    /// A bounded queue or store is full; the message says what to wait for.
+    #[error("{0}")]
+    Full(String),
+    /// A position past the end (a sequence number after the task's last event).
+    #[error("{0}")]
+    OutOfRange(String),
 }
 
 impl GatewayError {
-    /// The error from the device service's AcquireLease.
-    pub fn from_lease(status: &Status) -> Self {
-        let peer = PeerError::new("device", status);
-        if peer.code == Code::FailedPrecondition {
+    /// The error from the device service's AcquireLease at `endpoint`.
+    pub fn from_lease(endpoint: &str, status: &Status) -> Self {
+        let peer = PeerError::call("device", endpoint, status);
+        // One device leased (FAILED_PRECONDITION) or every device leased (RESOURCE_EXHAUSTED).
+        if matches!(
+            peer.code,
+            Code::FailedPrecondition | Code::ResourceExhausted
+        ) {
             Self::DeviceBusy(peer)
         } else {
             Self::Lease(peer)
@@ -89,6 +182,8 @@ impl GatewayError {
             GatewayError::DeviceBusy(_) => Code::FailedPrecondition,
             // The device service's own code (NOT_FOUND for an unknown serial, UNAVAILABLE ...).
             GatewayError::Lease(p) | GatewayError::Peer(p) => p.code,
+            GatewayError::Full(_) => Code::ResourceExhausted,
+            GatewayError::OutOfRange(_) => Code::OutOfRange,
         };
         Status::new(code, message)
     }
@@ -113,11 +208,13 @@ mod tests {
         assert_eq!(e.to_string(), "executor refused the request: goal is empty");
         assert!(!e.is_unreachable());
 
-        let busy = GatewayError::from_lease(&Status::failed_precondition("leased by t1"));
+        let busy =
+            GatewayError::from_lease("http://d", &Status::failed_precondition("leased by t1"));
         let s = busy.into_status();
         assert_eq!(s.code(), Code::FailedPrecondition);
         assert!(s.message().contains("leased by t1") && s.message().contains("wait_for_device"));
-        let unknown = GatewayError::from_lease(&Status::not_found("device x is not known"));
+        let unknown =
+            GatewayError::from_lease("http://d", &Status::not_found("device x is not known"));
         let s = unknown.into_status();
         assert_eq!(s.code(), Code::NotFound);
         assert_eq!(s.message(), "cannot lease a device: device x is not known");

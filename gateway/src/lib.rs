@@ -4,16 +4,20 @@
 //! subgoal by its kind and each handoff to the agent asked for. Final answers go to the
 //! manager's structured output. It never calls an LLM itself.
 pub mod agents;
+pub mod check;
 pub mod config;
 pub mod conversations;
 pub mod direct;
 pub mod driver;
+pub mod entry;
 pub mod error;
+pub mod queue;
 pub mod reasoning;
 pub mod routing;
 pub mod runner;
 pub mod service;
 pub mod store;
+pub mod watch;
 
 pub use config::{GatewayConfig, Peers};
 pub use service::GatewayService;
@@ -54,6 +58,12 @@ pub fn gateway_service(
             &peers.text_manipulator,
             &agent,
         )?),
+        endpoints: [
+            peers.manager.clone(),
+            peers.executor.clone(),
+            peers.scripter.clone(),
+            peers.text_manipulator.clone(),
+        ],
     };
     let conversations = std::sync::Arc::new(conversations::Conversations::new(
         cfg.conversation_turns,
@@ -61,6 +71,7 @@ pub fn gateway_service(
     ));
     let deps = runner::Deps {
         conversations,
+        released: std::sync::Arc::default(),
         cfg,
         device: DeviceServiceClient::new(connect("device", &peers.device, &unary)?),
         agents,

@@ -58,12 +58,13 @@ fn invoke_span(agent: Agent, task_id: &str, step: u32) -> tracing::Span {
 pub async fn plan(deps: &Deps, req: PlanRequest, step: u32) -> Result<PlanResponse, PeerError> {
     let span = invoke_span(Agent::Manager, &req.task_id, step);
     let mut manager = deps.agents.manager.clone();
+    let endpoint = deps.agents.endpoint(Agent::Manager);
     let call = async move {
         manager
             .plan(req)
             .await
             .map(tonic::Response::into_inner)
-            .map_err(|s| PeerError::new(Agent::Manager.name(), &s))
+            .map_err(|s| PeerError::call(Agent::Manager.name(), endpoint, &s))
     };
     match within(deps, call).instrument(span).await {
         Ok(r) => r,
@@ -170,7 +171,7 @@ async fn executor(
     let mut client = deps.agents.executor.clone();
     let r = match client.execute_subgoal(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
+        Err(s) => return failed(agent, peer(deps, agent, &s).into()),
     };
     if let Some(u) = &r.usage {
         record_usage(entry, u);
@@ -214,7 +215,7 @@ async fn scripter(
     let mut client = deps.agents.scripter.clone();
     let mut stream = match client.run_script(req).await {
         Ok(s) => s.into_inner(),
-        Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
+        Err(s) => return failed(agent, peer(deps, agent, &s).into()),
     };
     loop {
         match stream.message().await {
@@ -240,10 +241,12 @@ async fn scripter(
                 return failed(agent, failure(agent, e));
             }
             Err(s) => {
-                let e = format!(
-                    "the scripter's run broke off: {}",
-                    PeerError::new(agent.name(), &s)
-                );
+                let e = peer(deps, agent, &s);
+                let e = if e.transport.is_some() {
+                    e.to_string()
+                } else {
+                    format!("the scripter's run broke off: {e}")
+                };
                 return failed(agent, failure(agent, e));
             }
         }
@@ -273,7 +276,7 @@ async fn text(
     let mut client = deps.agents.text_manipulator.clone();
     let r = match client.manipulate(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return failed(agent, PeerError::new(agent.name(), &s).into()),
+        Err(s) => return failed(agent, peer(deps, agent, &s).into()),
     };
     if let Some(u) = &r.usage {
         record_usage(entry, u);
@@ -313,4 +316,9 @@ fn failure(agent: Agent, error: String) -> ActionResult {
         error: Some(error),
         ..ActionResult::default()
     }
+}
+
+/// A failed call to `agent`, named with its endpoint when the connection itself failed.
+fn peer(deps: &Deps, agent: Agent, status: &tonic::Status) -> PeerError {
+    PeerError::call(agent.name(), deps.agents.endpoint(agent), status)
 }

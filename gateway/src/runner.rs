@@ -6,19 +6,18 @@ use std::time::{Duration, Instant};
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, Lease, LeaseRef, ReleaseLeaseRequest, RenewLeaseRequest,
-    StructureOutputRequest, TaskCompleted, TaskRequest, TaskState, TaskStatus, TokenUsage,
-    UsageReport, task_event,
+    Lease, LeaseRef, ReleaseLeaseRequest, RenewLeaseRequest, StructureOutputRequest, TaskCompleted,
+    TaskRequest, TaskState, TaskStatus, TokenUsage, UsageReport, task_event,
 };
 use droidmesh_runtime::TracedChannel;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tonic::Code;
 
-use crate::agents::Agents;
+use crate::agents::{Agent, Agents};
 use crate::config::GatewayConfig;
 use crate::conversations::Conversations;
-use crate::driver::{Driver, Ending, TaskCtx, lease_ref, non_empty};
-use crate::error::{GatewayError, PeerError};
+use crate::driver::{Driver, Ending, TaskCtx, lease_ref};
+use crate::error::PeerError;
 use crate::store::{Control, TaskEntry};
 
 /// What a task needs from its surroundings.
@@ -31,6 +30,8 @@ pub struct Deps {
     pub device_endpoint: String,
     /// Goals and answers of recent conversations (shared by every task).
     pub conversations: Arc<Conversations>,
+    /// Notified whenever a task of this gateway releases a lease (wakes queued tasks).
+    pub released: Arc<Notify>,
 }
 
 pub fn set_state(entry: &TaskEntry, state: TaskState, detail: &str) {
@@ -49,15 +50,15 @@ pub async fn run<D: Driver>(
     entry: Arc<TaskEntry>,
     req: TaskRequest,
     lease: Option<Lease>,
-    mut control: mpsc::UnboundedReceiver<Control>,
+    mut control: mpsc::Receiver<Control>,
 ) {
     let started = Instant::now();
     let lease = match lease {
         Some(l) => Some(l),
-        None => wait_for_lease(&deps, &entry, &req.device, &mut control).await,
+        None => crate::queue::wait_for_lease(&deps, &entry, &req.device).await,
     };
     let Some(lease) = lease else {
-        return; // cancelled while queued; already finalized
+        return; // ended while queued; already recorded
     };
     entry.update(|t| t.device = lease.serial.clone());
     set_state(
@@ -75,19 +76,25 @@ pub async fn run<D: Driver>(
         lease: &lease,
         control: &mut control,
     };
+    // A cancel ends the run at once, whatever the driver is waiting for: dropping its future
+    // drops its agent calls.
     let ending = tokio::select! {
         e = driver.drive(ctx) => e,
         lost = &mut lost_rx => Ending::failed(format!("lost the lease on {}: {}", lease.serial, lost.unwrap_or_default())),
+        reason = entry.cancelled() => Ending::cancelled(reason),
     };
     renewer.abort();
     let mut device = deps.device.clone();
-    if let Err(e) = device
+    match device
         .release_lease(ReleaseLeaseRequest {
             lease: Some(lease_ref(&lease)),
         })
         .await
     {
-        tracing::warn!(task = %entry.id, error = %e, "lease release failed; it expires by its ttl");
+        Ok(_) => deps.released.notify_waiters(),
+        Err(e) => {
+            tracing::warn!(task = %entry.id, error = %e, "lease release failed; it expires by its ttl")
+        }
     }
     let ending = structure(&deps, &entry, &req, ending).await;
     finish(&entry, ending, started.elapsed());
@@ -149,56 +156,6 @@ pub fn finish_early(entry: &TaskEntry, state: TaskState, reason: &str) {
     );
 }
 
-async fn wait_for_lease(
-    deps: &Deps,
-    entry: &TaskEntry,
-    serial: &str,
-    control: &mut mpsc::UnboundedReceiver<Control>,
-) -> Option<Lease> {
-    let mut device = deps.device.clone();
-    let mut said_busy = false;
-    loop {
-        let req = AcquireLeaseRequest {
-            serial: serial.to_owned(),
-            holder: entry.id.clone(),
-            ttl_ms: deps.cfg.lease_ttl_ms,
-        };
-        match device.acquire_lease(req).await {
-            Ok(lease) => return Some(lease.into_inner()),
-            Err(s) if s.code() == Code::FailedPrecondition || s.code() == Code::Unavailable => {
-                if !said_busy {
-                    set_state(
-                        entry,
-                        TaskState::Pending,
-                        &format!("waiting for a device: {}", s.message()),
-                    );
-                    said_busy = true;
-                }
-            }
-            Err(s) => {
-                finish_early(
-                    entry,
-                    TaskState::Failed,
-                    &GatewayError::from_lease(&s).to_string(),
-                );
-                return None;
-            }
-        }
-        let wait = tokio::time::sleep(Duration::from_millis(deps.cfg.device_poll_ms));
-        tokio::select! {
-            _ = wait => {}
-            c = control.recv() => match c {
-                Some(Control::Cancel(reason)) | Some(Control::Stop(reason)) => {
-                    finish_early(entry, TaskState::Cancelled, &non_empty(reason, "cancelled while waiting for a device"));
-                    return None;
-                }
-                Some(_) => {}
-                None => return None,
-            },
-        }
-    }
-}
-
 /// Renews the lease every third of its ttl; reports a lease that can no longer be renewed.
 async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<String>) {
     let mut device = deps.device.clone();
@@ -221,7 +178,8 @@ async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<S
                 // ttl, so try again before giving up.
                 failures += 1;
                 if failures >= 2 {
-                    let _ = lost.send(PeerError::new("device", &s).to_string());
+                    let e = PeerError::call("device", &deps.device_endpoint, &s);
+                    let _ = lost.send(e.to_string());
                     return;
                 }
             }
@@ -288,7 +246,7 @@ async fn structure(deps: &Deps, entry: &TaskEntry, req: &TaskRequest, ending: En
         Err(s) => Ending {
             error: format!(
                 "structured output failed: {}",
-                PeerError::new("manager", &s)
+                PeerError::call("manager", deps.agents.endpoint(Agent::Manager), &s)
             ),
             state: TaskState::Failed,
             answer: ending.answer,

@@ -1,5 +1,5 @@
 //! Scripted agent services: an executor whose behaviour is chosen by keywords in the goal, and
-//! a manager that structures answers as `{"name": answer}`.
+//! a manager that structures an answer as `{<the schema's first required property>: answer}`.
 use std::pin::Pin;
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
@@ -170,6 +170,29 @@ impl ExecutorService for ScriptedExecutor {
                 }
                 return;
             }
+            if goal.contains("deaf") {
+                // Streams one step, then neither reads its input nor ends until the gateway
+                // drops the call.
+                send(step(1)).await;
+                tx.closed().await;
+                drop(input);
+                return;
+            }
+            if let Some(n) = goal
+                .split("count:")
+                .nth(1)
+                .and_then(|n| n.trim().parse::<u32>().ok())
+            {
+                // Counts to n, a step every 20 ms, then succeeds.
+                for i in 1..=n {
+                    if !send(step(i)).await {
+                        return;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                send(finished(true, &format!("counted to {n}"), n)).await;
+                return;
+            }
             if goal.contains("slow") {
                 let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
                 tokio::spawn(async move {
@@ -229,8 +252,20 @@ impl ManagerService for ScriptedManager {
         &self,
         r: Request<StructureOutputRequest>,
     ) -> Result<Response<StructureOutputResponse>, Status> {
+        // The answer goes under the schema's first required property, so what comes back
+        // depends on the schema the gateway sent.
         let r = r.into_inner();
-        let json = serde_json::json!({ "name": r.final_answer }).to_string();
+        let schema: serde_json::Value = serde_json::from_str(&r.json_schema)
+            .map_err(|e| Status::invalid_argument(format!("schema is not JSON: {e}")))?;
+        let Some(key) = schema["required"][0].as_str() else {
+            return Ok(Response::new(StructureOutputResponse {
+                valid: false,
+                attempts: 1,
+                validation_errors: vec![format!("the schema requires no property: {schema}")],
+                ..Default::default()
+            }));
+        };
+        let json = serde_json::json!({ key: r.final_answer }).to_string();
         Ok(Response::new(StructureOutputResponse {
             valid: true,
             json,

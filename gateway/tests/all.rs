@@ -4,7 +4,10 @@
 //! scripter and text manipulator).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod agents;
+mod bad_input;
+mod hardening;
 mod harness;
+mod limits;
 mod minds;
 mod reasoning;
 mod tasks;

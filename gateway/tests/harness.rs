@@ -58,7 +58,7 @@ pub fn shared() -> Option<&'static Shared> {
         .as_ref()
 }
 
-async fn serve(router: Router) -> String {
+pub async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(router.serve_with_incoming(TcpIncoming::from(listener).with_nodelay(Some(true))));
@@ -141,6 +141,11 @@ pub async fn reasoning_stack(
 
 /// Starts a stack; `executor` replaces the scripted executor's endpoint when given.
 pub async fn stack(shared: &Shared, executor: Option<String>) -> Stack {
+    stack_with(shared, executor, test_config()).await
+}
+
+/// [`stack`] with the gateway configured by `cfg`.
+pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayConfig) -> Stack {
     let device_ep = device_endpoint(shared).await;
     let executor_ep = match executor {
         Some(ep) => ep,
@@ -164,7 +169,7 @@ pub async fn stack(shared: &Shared, executor: Option<String>) -> Stack {
         scripter: manager_ep.clone(),
         text_manipulator: manager_ep,
     };
-    let gw = gateway_service(test_config(), &peers).unwrap();
+    let gw = gateway_service(cfg, &peers).unwrap();
     let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
     // The device service learns about devices from the adb server on first use.
@@ -215,4 +220,37 @@ pub async fn holder(stack: &Stack, serial: &str) -> Option<String> {
         .find(|x| x.serial == serial)
         .and_then(|x| x.lease)
         .map(|l| l.holder)
+}
+
+/// A TCP relay on loopback in front of a server: [`Proxy::kill`] drops every connection at
+/// once, as a process that dies does.
+pub struct Proxy {
+    pub endpoint: String,
+    tasks: std::sync::Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>,
+}
+
+impl Proxy {
+    /// Relays connections to `upstream` ("http://host:port").
+    pub async fn start(upstream: &str) -> Proxy {
+        let target = upstream.trim_start_matches("http://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let tasks = std::sync::Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
+        let set = tasks.clone();
+        tasks.lock().unwrap().spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let target = target.clone();
+                set.lock().unwrap().spawn(async move {
+                    let mut outbound = tokio::net::TcpStream::connect(target).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                });
+            }
+        });
+        Proxy { endpoint, tasks }
+    }
+
+    /// Closes the listener and every relayed connection.
+    pub fn kill(&self) {
+        self.tasks.lock().unwrap().abort_all();
+    }
 }

@@ -595,7 +595,8 @@ async fn an_agent_that_is_down_or_dies_is_an_observation_for_the_manager() {
     assert!(!seen.success);
     assert_eq!(seen.agent, "scripter");
     assert!(
-        seen.feedback.contains("scripter is unavailable"),
+        seen.feedback.contains("scripter at http://127.0.0.1:")
+            && seen.feedback.contains("could not be reached"),
         "{}",
         seen.feedback
     );

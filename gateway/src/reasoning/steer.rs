@@ -131,7 +131,6 @@ impl Loop<'_> {
     /// Applies a message; returns the ending when the task must end now.
     pub(super) fn on_control(&mut self, c: Control, during_call: bool) -> Option<Ending> {
         match c {
-            Control::Cancel(r) => Some(Ending::cancelled(non_empty(r, "cancelled by the user"))),
             Control::Stop(r) if during_call => {
                 self.stop = Some(r);
                 None

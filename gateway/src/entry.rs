@@ -1,0 +1,303 @@
+//! One task in memory: its record, its event log (sequence numbers 1, 2, 3, ... without gaps,
+//! the newest kept within a count and a byte budget), the bounded queue of messages for its
+//! run, and its cancel signal. Watchers read the log from any sequence number and then wait
+//! for new events, so a client that reconnects misses nothing kept and sees nothing twice.
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use droidmesh_proto::v1::{Task, TaskEvent, TaskState, task_event};
+use prost::Message;
+use tokio::sync::{mpsc, watch};
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A message for a running task, from SendMessage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    HumanReply(String),
+    ChangeGoal(String),
+    Note(String),
+    /// End after the current step.
+    Stop(String),
+}
+
+/// Why a message did not reach the task's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// This many messages already wait for the run to take them.
+    Full(usize),
+    /// The run is over.
+    Ended,
+}
+
+pub fn is_final(state: TaskState) -> bool {
+    matches!(
+        state,
+        TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
+    )
+}
+
+/// Bounds of one task's log and message queue.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_events: usize,
+    pub max_event_bytes: usize,
+    pub max_queued: usize,
+}
+
+/// Where a watcher starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogEnd {
+    /// The latest event's seq (0: none yet).
+    pub last_seq: u64,
+    /// The completed event is in the log: nothing follows it.
+    pub ended: bool,
+}
+
+struct Data {
+    task: Task,
+    /// The kept events, encoded without their task id (held once, in `TaskEntry::id`): an
+    /// event in memory is its encoded size, where the decoded message is 344 bytes and more.
+    /// Their seqs run from `task.first_seq` without gaps.
+    events: VecDeque<Vec<u8>>,
+    /// Sum of the lengths in `events`.
+    bytes: usize,
+    step: u32,
+    ended: bool,
+    /// Dropped once the task has ended.
+    control: Option<mpsc::Sender<Control>>,
+}
+
+pub struct TaskEntry {
+    pub id: String,
+    /// Creation order in the store (newer is larger).
+    pub(crate) ord: u64,
+    limits: Limits,
+    data: Mutex<Data>,
+    last_seq: watch::Sender<u64>,
+    cancel: watch::Sender<Option<String>>,
+}
+
+impl TaskEntry {
+    /// A new entry and the receiving end of its message queue.
+    pub(crate) fn new(task: Task, ord: u64, limits: Limits) -> (Self, mpsc::Receiver<Control>) {
+        let (control, rx) = mpsc::channel(limits.max_queued.max(1));
+        let entry = Self {
+            id: task.id.clone(),
+            ord,
+            limits,
+            data: Mutex::new(Data {
+                task,
+                events: VecDeque::new(),
+                bytes: 0,
+                step: 0,
+                ended: false,
+                control: Some(control),
+            }),
+            last_seq: watch::channel(0).0,
+            cancel: watch::channel(None).0,
+        };
+        (entry, rx)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Data> {
+        self.data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn snapshot(&self) -> Task {
+        self.lock().task.clone()
+    }
+
+    /// Reads the record without copying it.
+    pub fn with_task<T>(&self, f: impl FnOnce(&Task) -> T) -> T {
+        f(&self.lock().task)
+    }
+
+    pub fn state(&self) -> TaskState {
+        TaskState::try_from(self.lock().task.state).unwrap_or(TaskState::Unspecified)
+    }
+
+    /// Changes the task record.
+    pub fn update(&self, f: impl FnOnce(&mut Task)) {
+        let mut d = self.lock();
+        f(&mut d.task);
+        d.task.updated_at_ms = now_ms();
+    }
+
+    pub fn set_step(&self, step: u32) {
+        let mut d = self.lock();
+        d.step = step;
+        d.task.steps = d.task.steps.max(step);
+    }
+
+    /// Appends an event with the next sequence number, drops the oldest beyond the log's
+    /// bounds (never the newest), and wakes the watchers.
+    pub fn push(&self, kind: task_event::Kind) -> u64 {
+        let seq = {
+            let mut d = self.lock();
+            let seq = d.task.last_seq + 1;
+            d.ended |= matches!(kind, task_event::Kind::Completed(_));
+            let event = TaskEvent {
+                task_id: String::new(),
+                seq,
+                time_ms: now_ms(),
+                step: d.step,
+                kind: Some(kind),
+            }
+            .encode_to_vec();
+            d.bytes += event.len();
+            d.events.push_back(event);
+            if d.task.first_seq == 0 {
+                d.task.first_seq = seq;
+            }
+            while d.events.len() > 1
+                && (d.events.len() > self.limits.max_events
+                    || d.bytes > self.limits.max_event_bytes)
+            {
+                if let Some(old) = d.events.pop_front() {
+                    d.bytes -= old.len();
+                    d.task.first_seq += 1;
+                }
+            }
+            d.task.last_seq = seq;
+            d.task.updated_at_ms = now_ms();
+            seq
+        };
+        self.last_seq.send_replace(seq);
+        seq
+    }
+
+    /// Kept events with `seq >= from`, at most `max`. Events dropped from the log are skipped:
+    /// the first one returned may have a larger seq than `from`.
+    pub fn events_from(&self, from: u64, max: usize) -> Vec<TaskEvent> {
+        let d = self.lock();
+        let skip = usize::try_from(from.saturating_sub(d.task.first_seq)).unwrap_or(usize::MAX);
+        d.events
+            .iter()
+            .skip(skip)
+            .take(max)
+            .filter_map(|bytes| match TaskEvent::decode(bytes.as_slice()) {
+                Ok(mut ev) => {
+                    ev.task_id.clone_from(&self.id);
+                    Some(ev)
+                }
+                Err(e) => {
+                    // Encoded by `push` above; cannot happen short of a prost bug.
+                    tracing::error!(task = %self.id, error = %e, "a logged event does not decode");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// The log's end, read at once (no event can slip between the two fields).
+    pub fn log_end(&self) -> LogEnd {
+        let d = self.lock();
+        LogEnd {
+            last_seq: d.task.last_seq,
+            ended: d.ended,
+        }
+    }
+
+    /// Events and their encoded bytes kept now.
+    pub fn log_size(&self) -> (usize, usize) {
+        let d = self.lock();
+        (d.events.len(), d.bytes)
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.last_seq.subscribe()
+    }
+
+    /// Queues a message for the task's run without waiting.
+    pub fn control(&self, c: Control) -> Result<(), Refused> {
+        let d = self.lock();
+        let Some(control) = &d.control else {
+            return Err(Refused::Ended);
+        };
+        control.try_send(c).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Refused::Full(self.limits.max_queued),
+            mpsc::error::TrySendError::Closed(_) => Refused::Ended,
+        })
+    }
+
+    /// Asks the run to end now. Never queued behind messages and never refused; the first
+    /// reason wins.
+    pub fn cancel(&self, reason: String) {
+        self.cancel.send_if_modified(|r| {
+            if r.is_some() {
+                return false;
+            }
+            *r = Some(reason);
+            true
+        });
+    }
+
+    /// Waits until the task is cancelled; returns the reason.
+    pub async fn cancelled(&self) -> String {
+        let mut rx = self.cancel.subscribe();
+        loop {
+            if let Some(r) = rx.borrow_and_update().clone() {
+                return r;
+            }
+            // The sender lives as long as `self`, so this only waits.
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Trims the record of an ended task to what is worth keeping (see `Task` in
+    /// gateway.proto): the full answer and structured output stay in the completed event.
+    pub(crate) fn compact(&self) {
+        let mut d = self.lock();
+        compact(&mut d.task);
+        d.control = None;
+        d.events.shrink_to_fit();
+    }
+}
+
+/// Longest text fields in an ended task's record.
+const KEPT_TEXT: usize = 1_000;
+const KEPT_ANSWER: usize = 4_000;
+const KEPT_STRUCTURED_BYTES: usize = 4_000;
+const KEPT_FILES: usize = 20;
+
+fn compact(t: &mut Task) {
+    if let Some(r) = t.request.as_mut() {
+        r.goal = cut(&r.goal, KEPT_TEXT);
+        r.app_card = cut(&r.app_card, KEPT_TEXT);
+        r.output_schema = r.output_schema.as_deref().map(|s| cut(s, KEPT_TEXT));
+    }
+    t.plan = Vec::new();
+    t.memory = cut(&t.memory, KEPT_TEXT);
+    t.answer = cut(&t.answer, KEPT_ANSWER);
+    t.error = cut(&t.error, KEPT_TEXT);
+    if t.structured_output
+        .as_ref()
+        .is_some_and(|s| s.len() > KEPT_STRUCTURED_BYTES)
+    {
+        t.structured_output = None;
+    }
+    if t.files.len() > KEPT_FILES {
+        let extra = t.files.len() - KEPT_FILES;
+        t.files.drain(..extra);
+    }
+}
+
+/// `s` cut to `max` characters, "…" marking a cut.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((at, _)) => format!("{}…", &s[..at]),
+    }
+}
+
+#[cfg(test)]
+#[path = "entry_tests.rs"]
+mod tests;
