@@ -11,7 +11,7 @@ use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
 use droidmesh_proto::v1::gateway_client::GatewayClient;
 use droidmesh_proto::v1::manager_service_server::ManagerServiceServer;
 use droidmesh_proto::v1::{ListDevicesRequest, TaskEvent, TaskRequest, task_event};
-use droidmesh_sim::testkit::{AdbServer, adb_available};
+use droidmesh_sim::testkit::{AdbServer, require_adb};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 use tonic::transport::server::{Router, TcpIncoming};
@@ -30,8 +30,7 @@ static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
 pub fn shared() -> Option<&'static Shared> {
     SHARED
         .get_or_init(|| {
-            if !adb_available() {
-                eprintln!("note: `adb` is not installed; skipping gateway integration tests");
+            if !require_adb("gateway integration tests") {
                 return None;
             }
             let (tx, rx) = std::sync::mpsc::channel();
