@@ -272,6 +272,7 @@ async fn main() {
     drop(mesh);
 
     reasoning().await;
+    killed_executor().await;
 
     // 3. `droidmesh run` cold start to the first device request (embedded mesh, replay).
     let mut samples = Vec::new();
@@ -297,6 +298,59 @@ async fn main() {
     println!(
         "droidmesh run: process start to step 1 (first device read follows at once): p50 {:?} (target <= 500 ms)",
         pct(&mut samples, 0.5)
+    );
+}
+
+/// A killed executor (SIGKILL while a step's code runs): time until the task's final event,
+/// which must say the executor went away (target <= 2 s).
+async fn killed_executor() {
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(MockResponse::success(
+        WireFormat::Openai,
+        "```javascript\nwait(10000)\n```",
+        "bench",
+        10,
+        5,
+    ));
+    let mut samples = Vec::new();
+    let mut reason = String::new();
+    for _ in 0..3 {
+        let mesh = start(1, &llm.url()).await;
+        let mut g = mesh.gateway.clone();
+        let mut events = g
+            .run_task(TaskRequest {
+                goal: "Wait".into(),
+                device: mesh.serials[0].clone(),
+                ..TaskRequest::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(ev) = events.next().await {
+            if matches!(ev.unwrap().kind, Some(task_event::Kind::Code(_))) {
+                break;
+            }
+        }
+        let pid = mesh.pids.iter().find(|(s, _)| s == "executor").unwrap().1;
+        let t = Instant::now();
+        Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while let Ok(Some(Ok(ev))) = tokio::time::timeout_at(deadline, events.next()).await {
+            if let Some(task_event::Kind::Completed(c)) = ev.kind {
+                samples.push(t.elapsed());
+                reason = c.error;
+                break;
+            }
+        }
+    }
+    println!(
+        "killed executor (SIGKILL mid-step) to the task's final event: p50 {:?} of {} (target <= 2 s); reason: {reason}",
+        pct(&mut samples, 0.5),
+        samples.len()
     );
 }
 
