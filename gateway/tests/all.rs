@@ -8,6 +8,7 @@ mod bad_input;
 mod hardening;
 mod harness;
 mod limits;
+mod load;
 mod minds;
 mod reasoning;
 mod tasks;

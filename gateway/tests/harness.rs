@@ -66,6 +66,7 @@ pub async fn serve(router: Router) -> String {
 
 pub struct Stack {
     pub gateway: GatewayClient<Channel>,
+    pub gateway_endpoint: String,
     pub device: DeviceServiceClient<Channel>,
     pub executor_endpoint: String,
 }
@@ -132,7 +133,8 @@ pub async fn reasoning_stack(
     let mut d = device.clone();
     d.list_devices(ListDevicesRequest {}).await.unwrap();
     Stack {
-        gateway: GatewayClient::connect(gw_ep).await.unwrap(),
+        gateway: GatewayClient::connect(gw_ep.clone()).await.unwrap(),
+        gateway_endpoint: gw_ep,
         device,
         executor_endpoint: agents,
     }
@@ -175,7 +177,8 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
     let mut d = device.clone();
     d.list_devices(ListDevicesRequest {}).await.unwrap();
     Stack {
-        gateway: GatewayClient::connect(gw_ep).await.unwrap(),
+        gateway: GatewayClient::connect(gw_ep.clone()).await.unwrap(),
+        gateway_endpoint: gw_ep,
         device,
         executor_endpoint: executor_ep,
     }
