@@ -134,32 +134,32 @@ async fn a_task_is_one_trace_across_the_processes() {
         "droidmesh-executor",
         "droidmesh-device",
     ];
-    let tapped = |t: &[Got]| {
-        t.iter()
-            .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap"))
-    };
-    let trace = task_trace(&collector, &services, tapped).await;
-    let names = span_names(&trace);
     // Each process's spans hang under a span of the process that called it: the trace is one
     // tree, not three trees that happen to share an id.
-    let by_id: HashMap<&[u8], &Got> = trace
-        .iter()
-        .map(|g| (g.span.span_id.as_slice(), g))
-        .collect();
-    let parent_service = |service: &str| {
-        trace
-            .iter()
+    let called_by = |t: &[Got], service: &str, caller: &str| {
+        let by_id: HashMap<&[u8], &Got> =
+            t.iter().map(|g| (g.span.span_id.as_slice(), g)).collect();
+        t.iter()
             .filter(|g| g.service == service)
             .filter_map(|g| by_id.get(g.span.parent_span_id.as_slice()))
-            .map(|p| p.service.clone())
-            .collect::<HashSet<_>>()
+            .any(|p| p.service == caller)
     };
+    // Complete once the Tap is in and the parents are (a parent span is exported when it
+    // ends, possibly in a later batch).
+    let complete = |t: &[Got]| {
+        t.iter()
+            .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap"))
+            && called_by(t, "droidmesh-executor", "droidmesh-gateway")
+            && called_by(t, "droidmesh-device", "droidmesh-executor")
+    };
+    let trace = task_trace(&collector, &services, complete).await;
+    let names = span_names(&trace);
     assert!(
-        parent_service("droidmesh-executor").contains("droidmesh-gateway"),
+        called_by(&trace, "droidmesh-executor", "droidmesh-gateway"),
         "no executor span is a child of a gateway span: {names:#?}"
     );
     assert!(
-        parent_service("droidmesh-device").contains("droidmesh-executor"),
+        called_by(&trace, "droidmesh-device", "droidmesh-executor"),
         "no device span is a child of an executor span: {names:#?}"
     );
     // The device's spans of this task carry no secrets or prompts; they name the device RPCs.
@@ -341,36 +341,45 @@ async fn a_reasoning_task_is_one_trace_across_every_agent_and_the_device() {
         "droidmesh-text-manipulator",
         "droidmesh-device",
     ];
-    // The executor's TypeText and the text manipulator's (the task's last device call).
-    let typed = |t: &[Got]| {
-        t.iter()
-            .filter(|g| g.service == "droidmesh-device" && g.span.name.ends_with("/TypeText"))
-            .count()
-            >= 2
-    };
-    let trace = task_trace(&collector, &services, typed).await;
-    let names = span_names(&trace);
-    let by_id: HashMap<&[u8], &Got> = trace
-        .iter()
-        .map(|g| (g.span.span_id.as_slice(), g))
-        .collect();
-    // Each agent's RPC hangs under the gateway's `invoke_agent {agent}` span for it.
-    for (service, agent) in [
+    let agents = [
         ("droidmesh-manager", "manager"),
         ("droidmesh-executor", "executor"),
         ("droidmesh-scripter", "scripter"),
         ("droidmesh-text-manipulator", "text_manipulator"),
-    ] {
-        let parented = trace.iter().filter(|g| g.service == service).any(|g| {
+    ];
+    // Whether one of `service`'s spans hangs under the gateway's `invoke_agent {agent}`.
+    let parented = |t: &[Got], service: &str, agent: &str| {
+        let by_id: HashMap<&[u8], &Got> =
+            t.iter().map(|g| (g.span.span_id.as_slice(), g)).collect();
+        t.iter().filter(|g| g.service == service).any(|g| {
             by_id
                 .get(g.span.parent_span_id.as_slice())
                 .is_some_and(|p| {
                     p.service == "droidmesh-gateway"
                         && p.span.name == format!("invoke_agent {agent}")
                 })
-        });
+        })
+    };
+    // Complete once the executor's TypeText and the text manipulator's (the task's last
+    // device call) are in, and each agent's span with its gateway parent (exported when the
+    // call ends, so possibly in a later batch).
+    let complete = |t: &[Got]| {
+        t.iter()
+            .filter(|g| g.service == "droidmesh-device" && g.span.name.ends_with("/TypeText"))
+            .count()
+            >= 2
+            && agents.iter().all(|(s, a)| parented(t, s, a))
+    };
+    let trace = task_trace(&collector, &services, complete).await;
+    let names = span_names(&trace);
+    let by_id: HashMap<&[u8], &Got> = trace
+        .iter()
+        .map(|g| (g.span.span_id.as_slice(), g))
+        .collect();
+    // Each agent's RPC hangs under the gateway's `invoke_agent {agent}` span for it.
+    for (service, agent) in agents {
         assert!(
-            parented,
+            parented(&trace, service, agent),
             "no {service} span is a child of the gateway's invoke_agent {agent}: {names:#?}"
         );
     }
