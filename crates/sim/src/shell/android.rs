@@ -2,15 +2,22 @@
 //! `settings`, `getprop`/`setprop`, `wm`, `svc`, `uiautomator` and `screencap`, with the
 //! output formats and error texts of a real phone.
 use std::fmt::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use super::Output;
+use super::{Input, Output};
 use crate::apps::split_setting;
 use crate::device::Device;
 use crate::{render, xml};
 
-/// Runs an Android command; `None` if `name` is not one.
-pub fn command(dev: &mut Device, name: &str, args: &[String]) -> Option<Output> {
+/// Runs an Android command; `None` if `name` is not one. `stdin` is the command's input.
+pub fn command(
+    device: &Mutex<Device>,
+    name: &str,
+    args: &[String],
+    stdin: &mut Input,
+) -> Option<Output> {
+    let _ = stdin;
+    let dev = &mut *super::lock(device);
     Some(match name {
         "input" => input(dev, args),
         "am" => am(dev, args),

@@ -3,6 +3,7 @@
 //! (`inaccessible or not found`, exit 127); nothing here blocks for longer than a capped
 //! `sleep`.
 mod android;
+pub mod input;
 pub mod parse;
 
 use std::sync::Mutex;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use crate::device::Device;
 use crate::fs::Kind;
+pub use input::{Input, Source};
 use parse::{Join, Part, Redirect, Word};
 
 /// What a command printed and how it ended.
@@ -50,42 +52,111 @@ impl Output {
 /// Longest `sleep` the shell honours.
 pub const MAX_SLEEP: Duration = Duration::from_secs(10);
 
-/// Runs a whole command line. Blocking (a `sleep` sleeps): call it off the async workers.
+/// Runs a whole command line with no input. Blocking (a `sleep` sleeps): call it off the async
+/// workers.
 pub fn run(device: &Mutex<Device>, line: &str) -> Output {
-    let pipelines = match parse::parse(line) {
-        Ok(p) => p,
-        Err(e) => return Output::fail(2, format!("/system/bin/sh: {e}")),
-    };
-    let mut total = Output::default();
-    let mut status = 0;
-    for p in pipelines {
-        let skip = match p.join {
-            Join::Always => false,
-            Join::And => status != 0,
-            Join::Or => status == 0,
-        };
-        if skip {
-            continue;
-        }
-        let mut stdin: Vec<u8> = Vec::new();
-        let mut last = Output::default();
-        for cmd in &p.commands {
-            let words: Vec<String> = cmd.words.iter().map(|w| expand(w, status)).collect();
-            last = run_simple(
-                device,
-                &words,
-                &cmd.redirects,
-                std::mem::take(&mut stdin),
-                status,
-            );
-            total.stderr.append(&mut last.stderr);
-            stdin = std::mem::take(&mut last.stdout);
-        }
-        total.stdout.append(&mut stdin);
-        status = last.code;
+    Session::default().run_line(device, line, &mut Input::empty())
+}
+
+/// What one shell process keeps from line to line: the last status and whether `exit` ran.
+#[derive(Debug, Default)]
+pub struct Session {
+    status: i32,
+    exited: Option<i32>,
+}
+
+impl Session {
+    /// The status `$?` reads: the last command's.
+    pub fn status(&self) -> i32 {
+        self.status
     }
-    total.code = status;
-    total
+
+    /// `Some(code)` once `exit` ran: the shell has ended with that code.
+    pub fn exited(&self) -> Option<i32> {
+        self.exited
+    }
+
+    /// The code this shell ends with: `exit`'s, else the last command's.
+    pub fn exit_code(&self) -> i32 {
+        self.exited.unwrap_or(self.status)
+    }
+
+    /// Runs one command line; its commands read `stdin` (the first of each pipeline does; the
+    /// rest read the pipe). Does nothing once the shell has exited.
+    pub fn run_line(&mut self, device: &Mutex<Device>, line: &str, stdin: &mut Input) -> Output {
+        let mut total = Output::default();
+        if self.exited.is_some() {
+            total.code = self.exit_code();
+            return total;
+        }
+        let pipelines = match parse::parse(line) {
+            Ok(p) => p,
+            Err(e) => {
+                self.status = 2;
+                return Output::fail(2, format!("/system/bin/sh: {e}"));
+            }
+        };
+        for p in pipelines {
+            let skip = match p.join {
+                Join::Always => false,
+                Join::And => self.status != 0,
+                Join::Or => self.status == 0,
+            };
+            if skip {
+                continue;
+            }
+            let mut piped: Option<Vec<u8>> = None;
+            let mut last = Output::default();
+            for cmd in &p.commands {
+                let words: Vec<String> = cmd.words.iter().map(|w| expand(w, self.status)).collect();
+                if words.first().map(String::as_str) == Some("exit") {
+                    let code = words.get(1).map_or(Some(self.status), |a| a.parse().ok());
+                    self.exited = Some(code.unwrap_or(2) & 0xff);
+                    break;
+                }
+                last = match piped.take() {
+                    Some(bytes) => run_simple(
+                        device,
+                        &words,
+                        &cmd.redirects,
+                        &mut Input::bytes(bytes),
+                        self.status,
+                    ),
+                    None => run_simple(device, &words, &cmd.redirects, stdin, self.status),
+                };
+                total.stderr.append(&mut last.stderr);
+                piped = Some(std::mem::take(&mut last.stdout));
+            }
+            total.stdout.append(&mut piped.unwrap_or_default());
+            self.status = last.code;
+            if self.exited.is_some() {
+                break;
+            }
+        }
+        total.code = self.exit_code();
+        total
+    }
+
+    /// Runs a script read from `stdin` a line at a time, as `sh` does when its input is not a
+    /// terminal, handing each line's output to `emit`; ends at `exit` or end of input and
+    /// returns the shell's exit code. Commands in the script read the same input.
+    pub fn run_script(
+        &mut self,
+        device: &Mutex<Device>,
+        stdin: &mut Input,
+        mut emit: impl FnMut(Output),
+    ) -> i32 {
+        while self.exited.is_none() {
+            let Some(line) = stdin.line() else { break };
+            let line = String::from_utf8_lossy(&line).into_owned();
+            if line.trim().is_empty() {
+                continue;
+            }
+            let out = self.run_line(device, &line, stdin);
+            emit(out);
+        }
+        self.exit_code()
+    }
 }
 
 fn expand(word: &Word, status: i32) -> String {
@@ -116,22 +187,27 @@ fn run_simple(
     device: &Mutex<Device>,
     words: &[String],
     redirects: &[Redirect],
-    mut stdin: Vec<u8>,
+    stdin: &mut Input,
     status: i32,
 ) -> Output {
+    let mut from_file = None;
     for r in redirects {
         if let Redirect::In { path } = r {
             let path = expand(path, status);
             match lock(device).fs.read(&path) {
-                Ok(data) => stdin = data.to_vec(),
+                Ok(data) => from_file = Some(Input::bytes(data.to_vec())),
                 Err(e) => return Output::fail(1, format!("/system/bin/sh: {e}")),
             }
         }
     }
+    let stdin = match from_file.as_mut() {
+        Some(f) => f,
+        None => stdin,
+    };
     let mut out = match words.split_first() {
         None => Output::default(),
         Some((cmd, args)) if cmd == "sleep" => sleep(args),
-        Some((cmd, args)) => command(&mut lock(device), cmd, args, stdin),
+        Some((cmd, args)) => command(device, cmd, args, stdin),
     };
     for r in redirects {
         let result = match r {
@@ -184,17 +260,17 @@ fn sleep(args: &[String]) -> Output {
 }
 
 /// One command with its arguments.
-fn command(dev: &mut Device, cmd: &str, args: &[String], stdin: Vec<u8>) -> Output {
+fn command(device: &Mutex<Device>, cmd: &str, args: &[String], stdin: &mut Input) -> Output {
     let name = cmd.rsplit('/').next().unwrap_or(cmd);
+    if let Some(out) = android::command(device, name, args, stdin) {
+        return out;
+    }
+    let dev = &mut *lock(device);
     match name {
         "echo" => echo(args),
         "true" | ":" => Output::default(),
         "false" => Output {
             code: 1,
-            ..Output::default()
-        },
-        "exit" => Output {
-            code: args.first().and_then(|a| a.parse().ok()).unwrap_or(0),
             ..Output::default()
         },
         "cat" => cat(dev, args, stdin),
@@ -211,10 +287,10 @@ fn command(dev: &mut Device, cmd: &str, args: &[String], stdin: Vec<u8>) -> Outp
                 .write(p, Vec::new(), false)
                 .map_err(|e| format!("touch: {e}")),
         }),
-        "grep" => grep(args, &stdin),
-        "head" | "tail" => head_tail(name, args, &stdin),
+        "grep" => grep(args, &stdin.read_to_end()),
+        "head" | "tail" => head_tail(name, args, &stdin.read_to_end()),
         "wc" => {
-            let lines = stdin.iter().filter(|b| **b == b'\n').count();
+            let lines = stdin.read_to_end().iter().filter(|b| **b == b'\n').count();
             Output::ok(format!("{lines}\n"))
         }
         "id" => Output::ok(
@@ -228,12 +304,10 @@ fn command(dev: &mut Device, cmd: &str, args: &[String], stdin: Vec<u8>) -> Outp
             "Linux\n"
         }),
         "date" => Output::ok("Thu Jan  1 00:00:00 UTC 2026\n"),
-        _ => android::command(dev, name, args).unwrap_or_else(|| {
-            Output::fail(
-                127,
-                format!("/system/bin/sh: {cmd}: inaccessible or not found"),
-            )
-        }),
+        _ => Output::fail(
+            127,
+            format!("/system/bin/sh: {cmd}: inaccessible or not found"),
+        ),
     }
 }
 
@@ -260,9 +334,9 @@ fn each_path(args: &[String], mut f: impl FnMut(&str) -> Result<(), String>) -> 
     out
 }
 
-fn cat(dev: &Device, args: &[String], stdin: Vec<u8>) -> Output {
+fn cat(dev: &Device, args: &[String], stdin: &mut Input) -> Output {
     if args.is_empty() {
-        return Output::ok(stdin);
+        return Output::ok(stdin.read_to_end());
     }
     let mut out = Output::default();
     for a in args {
