@@ -67,6 +67,12 @@ impl PeerError {
         }
     }
 
+    /// Whether the call ran out of time: it had its whole budget, so trying again would only
+    /// double the wait.
+    pub fn timed_out(&self) -> bool {
+        self.code == Code::DeadlineExceeded
+    }
+
     /// Whether the service could not be reached or did not answer in time (as opposed to
     /// answering with a refusal).
     pub fn is_unreachable(&self) -> bool {

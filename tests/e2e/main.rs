@@ -16,6 +16,7 @@ use droidmesh_sim::testkit::{AdbServer, require_adb};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
+mod faults;
 mod reasoning;
 mod trace;
 
@@ -29,8 +30,48 @@ struct Mesh {
     llm: MockLlmServer,
     /// Arguments that start the device service again (after `device.kill()`).
     device_args: Vec<String>,
-    _procs: Vec<Proc>,
-    _dir: std::path::PathBuf,
+    /// The other services' processes (sim, manager, scripter, text-manipulator, gateway).
+    procs: Vec<Proc>,
+    /// Holds `droidmesh.toml`, the config every process was started with.
+    dir: std::path::PathBuf,
+}
+
+impl Mesh {
+    /// The running process of service `name` (as `droidmesh serve` spells it).
+    fn proc(&mut self, name: &str) -> &mut Proc {
+        self.procs
+            .iter_mut()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no process {name}"))
+    }
+
+    /// The port service `name` listens on, from the `[endpoints]` of the mesh's config.
+    fn port(&self, name: &str) -> u16 {
+        let key = format!("{} = \"http://127.0.0.1:", name.replace('-', "_"));
+        let cfg = std::fs::read_to_string(self.dir.join("droidmesh.toml")).unwrap();
+        let at = cfg
+            .find(&key)
+            .unwrap_or_else(|| panic!("no endpoint {name}"))
+            + key.len();
+        cfg[at..].split('"').next().unwrap().parse().unwrap()
+    }
+
+    /// Starts service `name` again from the mesh's config (after it was killed) and waits until
+    /// it listens.
+    async fn restart(&mut self, name: &str) {
+        let port = self.port(name);
+        let cfg = self.dir.join("droidmesh.toml");
+        let cfg = cfg.to_str().unwrap();
+        *self.proc(name) = Proc::spawn(name, &["--config", cfg, "serve", name]).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name} did not listen again"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// What a test adds to the mesh's config and environment.
@@ -189,9 +230,9 @@ model = "scripted-model"
         executor,
         device,
         device_args,
-        _procs: procs,
+        procs,
         llm,
-        _dir: dir,
+        dir,
     }
 }
 

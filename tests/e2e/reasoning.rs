@@ -10,7 +10,7 @@ use droidmesh_proto::v1::{Mode, SendMessageRequest, send_message_request};
 
 use super::*;
 
-fn reasoning(goal: &str, device: &str) -> TaskRequest {
+pub(super) fn reasoning(goal: &str, device: &str) -> TaskRequest {
     TaskRequest {
         goal: goal.into(),
         device: device.into(),
@@ -51,7 +51,7 @@ fn agent_of(text: &str) -> &'static str {
 }
 
 /// The prompts each agent sent, in order: `(agent, prompt)`.
-fn prompts(llm: &MockLlmServer) -> Vec<(&'static str, String)> {
+pub(super) fn prompts(llm: &MockLlmServer) -> Vec<(&'static str, String)> {
     llm.requests()
         .iter()
         .map(|r| {
@@ -61,7 +61,7 @@ fn prompts(llm: &MockLlmServer) -> Vec<(&'static str, String)> {
         .collect()
 }
 
-fn of(prompts: &[(&'static str, String)], agent: &str) -> Vec<String> {
+pub(super) fn of(prompts: &[(&'static str, String)], agent: &str) -> Vec<String> {
     prompts
         .iter()
         .filter(|(a, _)| *a == agent)
@@ -69,19 +69,19 @@ fn of(prompts: &[(&'static str, String)], agent: &str) -> Vec<String> {
         .collect()
 }
 
-fn act(action: &str) -> MockResponse {
+pub(super) fn act(action: &str) -> MockResponse {
     reply(&format!(
         "### Thought\nThis is the subgoal's action.\n\n### Action\n{action}\n\n### Description\nThe action."
     ))
 }
 
-fn plan_reply(items: &str) -> MockResponse {
+pub(super) fn plan_reply(items: &str) -> MockResponse {
     reply(&format!(
         "<thought>\nNext step.\n</thought>\n<plan>\n{items}\n</plan>"
     ))
 }
 
-fn done(success: bool, answer: &str) -> MockResponse {
+pub(super) fn done(success: bool, answer: &str) -> MockResponse {
     reply(&format!(
         "<thought>\nFinished.\n</thought>\n<request_accomplished success=\"{success}\">\n{answer}\n</request_accomplished>"
     ))

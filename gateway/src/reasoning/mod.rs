@@ -34,7 +34,8 @@ pub(crate) const NOTES_KEPT: usize = 20;
 const FILES_KEPT: usize = 100;
 /// Longest side of the screenshots streamed with `stream_screenshots`.
 pub(crate) const SCREENSHOT_MAX_SIDE: u32 = 1024;
-/// Waits before retrying a manager that could not be reached.
+/// Waits before retrying a manager that could not be reached or went away mid-call (a call
+/// that ran out of time is not retried: it already had its whole budget).
 const MANAGER_RETRY: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
 
 /// Runs a task as the manager plans it.
@@ -471,7 +472,7 @@ impl<'a> Loop<'a> {
                     self.last_handoff = None;
                     return Ok(plan);
                 }
-                Err(e) if e.is_unreachable() && attempt < MANAGER_RETRY.len() => {
+                Err(e) if e.is_unreachable() && !e.timed_out() && attempt < MANAGER_RETRY.len() => {
                     tracing::warn!(task = %self.ctx.entry.id, error = %e, "manager call failed; trying again");
                     let wait = tokio::time::sleep(MANAGER_RETRY[attempt]);
                     attempt += 1;

@@ -1,0 +1,187 @@
+//! Services killed (SIGKILL) or frozen (SIGSTOP) in the middle of a reasoning task: the task
+//! ends with a reason that names the agent, the phone's lease is freed, and the restarted (or
+//! resumed) service serves the next task.
+use std::time::{Duration, Instant};
+
+use super::reasoning::{act, done, of, plan_reply, prompts, reasoning};
+use super::*;
+
+/// Waits until the model double has received `n` requests (the agent being tested is then
+/// inside its model call).
+async fn until_model_calls(mesh: &Mesh, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while mesh.llm.request_count() < n {
+        assert!(
+            Instant::now() < deadline,
+            "the model saw {} calls, waited for {n}",
+            mesh.llm.request_count()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn signal(proc: &Proc, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &proc.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {} failed", proc.name);
+}
+
+/// Submits a reasoning task and returns its id and the watch stream.
+async fn submit(mesh: &Mesh, goal: &str, serial: &str) -> (String, tonic::Streaming<TaskEvent>) {
+    submit_until(mesh, reasoning(goal, serial), |_| true).await
+}
+
+/// The task's final event, which must come within `limit` of now.
+async fn ends_within(
+    watch: &mut tonic::Streaming<TaskEvent>,
+    limit: Duration,
+    what: &str,
+) -> droidmesh_proto::v1::TaskCompleted {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut seen = Vec::new();
+    loop {
+        let ev = tokio::time::timeout_at(deadline, watch.next())
+            .await
+            .unwrap_or_else(|_| {
+                panic!("{what}: the task did not end within {limit:?}; saw {seen:?}")
+            })
+            .expect("the stream ended without a completed event")
+            .unwrap();
+        match ev.kind {
+            Some(task_event::Kind::Completed(c)) => return c,
+            other => seen.push(format!("{other:?}").chars().take(300).collect::<String>()),
+        }
+    }
+}
+
+/// Whether `text` says the agent at `at` was lost: it went away mid-call, or (when the gateway's
+/// reconnect found nothing listening) could not be reached.
+fn lost(text: &str, at: &str) -> bool {
+    text.contains(at) && (text.contains("went away") || text.contains("could not be reached"))
+}
+
+/// A model answer that never comes in time: the agent is killed while waiting for it.
+fn hang(text: &str) -> MockResponse {
+    reply(text).delay(Duration::from_secs(120))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_and_frozen_agents_end_the_task_clearly_and_come_back() {
+    if !require_adb("cross-process tests") {
+        return;
+    }
+    let script = vec![
+        // 1: the manager is killed while planning.
+        hang("<thought>never</thought>"),
+        // 2: the scripter is killed while writing its program; the manager gives up.
+        plan_reply("<script>\nCount to three.\n</script>"),
+        hang("```js\nconsole.log(1)\n```"),
+        done(false, "The script could not run."),
+        // 3: the text manipulator is killed while rewriting; the manager gives up.
+        plan_reply("1. Open the Notes app"),
+        act(r#"{"action": "open_app", "name_or_package": "Notes"}"#),
+        plan_reply("1. Type \"draft\" into the note field"),
+        act(r#"{"action": "type_text", "text": "draft", "index": 1}"#),
+        plan_reply("TEXT_TASK: Write a haiku into the note"),
+        hang("```js\ninput_text(\"never\")\n```"),
+        done(false, "The note could not be written."),
+        // 4: the restarted manager, scripter and text manipulator serve a task.
+        plan_reply("<script>\nCount to three.\n</script>"),
+        reply("```js\nconsole.log([1, 2, 3].join(' '))\n```"),
+        reply("Counted: 1 2 3."),
+        plan_reply("TEXT_TASK: Write the count into the note"),
+        reply("```js\ninput_text(\"1 2 3\")\n```"),
+        plan_reply("1. Tap the Save button"),
+        act(r#"{"action": "tap", "index": 2}"#),
+        done(true, "Counted to three and wrote it down."),
+        // 5: the manager is frozen (SIGSTOP) while planning; the gateway stops waiting.
+        plan_reply("1. Open the Settings app").delay(Duration::from_secs(1)),
+        // 6: resumed, it serves the next task.
+        done(true, "Nothing to do."),
+    ];
+    let mut mesh = start_with(
+        script,
+        Extra {
+            gateway: "agent_call_timeout_ms = 6000",
+            ..Extra::default()
+        },
+    )
+    .await;
+    let serial = mesh.serials[1].clone();
+    let endpoint = |mesh: &Mesh, name: &str| format!("http://127.0.0.1:{}", mesh.port(name));
+
+    // 1. SIGKILL the manager mid-plan: the task fails at once, naming the manager.
+    let (_, mut watch) = submit(&mesh, "Plan something", &serial).await;
+    until_model_calls(&mesh, 1).await;
+    mesh.proc("manager").kill();
+    let c = ends_within(&mut watch, Duration::from_secs(5), "manager killed").await;
+    assert!(!c.success, "{c:?}");
+    let manager_at = format!("manager at {}", endpoint(&mesh, "manager"));
+    assert!(lost(&c.error, &manager_at), "{}", c.error);
+    assert_eq!(lease_holder(&mesh, &serial).await, None);
+    mesh.restart("manager").await;
+
+    // 2. SIGKILL the scripter mid-script: the manager is told which agent went away.
+    let (_, mut watch) = submit(&mesh, "Count to three", &serial).await;
+    until_model_calls(&mesh, 3).await;
+    mesh.proc("scripter").kill();
+    let c = ends_within(&mut watch, Duration::from_secs(5), "scripter killed").await;
+    assert!(!c.success, "{c:?}");
+    let p = prompts(&mesh.llm);
+    let last_plan = of(&p, "manager").pop().unwrap();
+    let scripter_at = format!("scripter at {}", endpoint(&mesh, "scripter"));
+    assert!(lost(&last_plan, &scripter_at), "{last_plan}");
+    assert_eq!(lease_holder(&mesh, &serial).await, None);
+    mesh.restart("scripter").await;
+
+    // 3. SIGKILL the text manipulator mid-rewrite.
+    let (_, mut watch) = submit(&mesh, "Write a haiku in Notes", &serial).await;
+    until_model_calls(&mesh, 10).await;
+    mesh.proc("text-manipulator").kill();
+    let c = ends_within(
+        &mut watch,
+        Duration::from_secs(5),
+        "text manipulator killed",
+    )
+    .await;
+    assert!(!c.success, "{c:?}");
+    let p = prompts(&mesh.llm);
+    let last_plan = of(&p, "manager").pop().unwrap();
+    let text_at = format!("at {}", endpoint(&mesh, "text-manipulator"));
+    assert!(lost(&last_plan, &text_at), "{last_plan}");
+    assert_eq!(lease_holder(&mesh, &serial).await, None);
+    mesh.restart("text-manipulator").await;
+
+    // 4. The restarted services serve the next task to the end.
+    let (_, mut watch) = submit(&mesh, "Count to three and note it", &serial).await;
+    let c = ends_within(&mut watch, Duration::from_secs(30), "after restarts").await;
+    assert!(c.success, "{c:?}");
+    assert_eq!(
+        mesh.adb
+            .shell(&serial, "cat /sdcard/Notes/note.txt")
+            .unwrap(),
+        "1 2 3"
+    );
+
+    // 5. SIGSTOP the manager mid-plan: the gateway gives up after its agent call timeout.
+    let (_, mut watch) = submit(&mesh, "Open Settings", &serial).await;
+    until_model_calls(&mesh, 20).await;
+    signal(mesh.proc("manager"), "-STOP");
+    let c = ends_within(&mut watch, Duration::from_secs(10), "manager frozen").await;
+    signal(mesh.proc("manager"), "-CONT");
+    assert!(!c.success, "{c:?}");
+    assert!(
+        c.error.contains("manager") && c.error.contains("6000 ms"),
+        "{}",
+        c.error
+    );
+    assert_eq!(lease_holder(&mesh, &serial).await, None);
+
+    // 6. Resumed, the manager serves the next task.
+    let (_, mut watch) = submit(&mesh, "Do nothing", &serial).await;
+    let c = ends_within(&mut watch, Duration::from_secs(30), "manager resumed").await;
+    assert!(c.success && c.answer == "Nothing to do.", "{c:?}");
+}
