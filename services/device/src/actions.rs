@@ -153,7 +153,23 @@ pub async fn tap(slot: &Slot, target: Target) -> Result<Outcome> {
     })
 }
 
+/// Longest press, swipe or drag: a gesture holds the phone's input for its whole duration.
+pub const MAX_GESTURE_MS: u32 = 10_000;
+
+/// Most characters one `TypeText` call types (each 200 are one `input text` command).
+pub const MAX_TEXT_CHARS: usize = 16_384;
+
+fn check_duration(duration_ms: u32) -> Result<()> {
+    if duration_ms > MAX_GESTURE_MS {
+        return Err(DeviceError::InvalidArgument(format!(
+            "duration_ms must be at most {MAX_GESTURE_MS}, got {duration_ms}"
+        )));
+    }
+    Ok(())
+}
+
 pub async fn long_press(slot: &Slot, target: Target, duration_ms: u32) -> Result<Outcome> {
+    check_duration(duration_ms)?;
     let dur = if duration_ms == 0 { 1000 } else { duration_ms };
     let r = resolve(slot, target).await?;
     input(
@@ -180,6 +196,7 @@ pub async fn swipe(
 ) -> Result<Outcome> {
     let (x1, y1) = point(start, "start")?;
     let (x2, y2) = point(end, "end")?;
+    check_duration(duration_ms)?;
     check_point(slot, x1, y1).await?;
     check_point(slot, x2, y2).await?;
     let dur = match (duration_ms, drag) {
@@ -209,6 +226,12 @@ pub async fn type_text(
     sensitive: bool,
 ) -> Result<Outcome> {
     let hide = |e: DeviceError| if sensitive { redact(e) } else { e };
+    let count = text.chars().count();
+    if count > MAX_TEXT_CHARS {
+        return Err(DeviceError::InvalidArgument(format!(
+            "text is {count} characters; at most {MAX_TEXT_CHARS} are typed in one call"
+        )));
+    }
     // Refuse what `input text` cannot type before touching the device.
     let strokes = strokes(text, TEXT_CHUNK).map_err(hide)?;
     let chars = text.chars().count();

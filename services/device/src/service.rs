@@ -206,6 +206,17 @@ fn target(index: Option<u32>, point: Option<droidmesh_proto::v1::Point>) -> Resu
     }
 }
 
+/// Refuses a renew or release that names no lease.
+fn require_lease(given: bool) -> Result<(), DeviceError> {
+    if given {
+        Ok(())
+    } else {
+        Err(DeviceError::InvalidArgument(
+            "lease is required: the serial and lease_id that AcquireLease returned".into(),
+        ))
+    }
+}
+
 #[tonic::async_trait]
 impl DeviceService for DeviceServiceImpl {
     async fn list_devices(
@@ -238,8 +249,13 @@ impl DeviceService for DeviceServiceImpl {
         r: Request<ConnectDeviceRequest>,
     ) -> Result<Response<DeviceInfo>, Status> {
         let r = r.into_inner();
-        let transport = Transport::try_from(r.transport).unwrap_or(Transport::Unspecified);
         self.read("connect_device", &r.address, async {
+            let transport = Transport::try_from(r.transport).map_err(|_| {
+                DeviceError::InvalidArgument(format!(
+                    "unknown transport {}: use TRANSPORT_ADB_SERVER (1), TRANSPORT_TCP_DIRECT (2) or leave it unset",
+                    r.transport
+                ))
+            })?;
             let slot = self.inner.registry.connect(&r.address, transport).await?;
             Ok(self.info(&slot))
         })
@@ -277,8 +293,10 @@ impl DeviceService for DeviceServiceImpl {
 
     async fn renew_lease(&self, r: Request<RenewLeaseRequest>) -> Result<Response<Lease>, Status> {
         let r = r.into_inner();
+        let given = r.lease.is_some();
         let lease = r.lease.unwrap_or_default();
         self.read("renew_lease", &lease.serial.clone(), async {
+            require_lease(given)?;
             self.inner.leases.renew(&lease, r.ttl_ms)
         })
         .await
@@ -288,8 +306,11 @@ impl DeviceService for DeviceServiceImpl {
         &self,
         r: Request<ReleaseLeaseRequest>,
     ) -> Result<Response<ReleaseLeaseResponse>, Status> {
-        let lease = r.into_inner().lease.unwrap_or_default();
+        let lease = r.into_inner().lease;
+        let given = lease.is_some();
+        let lease = lease.unwrap_or_default();
         self.read("release_lease", &lease.serial.clone(), async {
+            require_lease(given)?;
             Ok(ReleaseLeaseResponse {
                 released: self.inner.leases.release(&lease)?,
             })

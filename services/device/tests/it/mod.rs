@@ -1,4 +1,5 @@
 //! Test modules and the shared harness.
+mod bad_input;
 mod common;
 mod direct;
 mod errors;
