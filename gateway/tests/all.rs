@@ -11,4 +11,5 @@ mod limits;
 mod load;
 mod minds;
 mod reasoning;
+mod reasoning_control;
 mod tasks;
