@@ -1,6 +1,7 @@
 //! Services killed (SIGKILL) or frozen (SIGSTOP) in the middle of a reasoning task: the task
-//! ends with a reason that names the agent, the phone's lease is freed, and the restarted (or
-//! resumed) service serves the next task.
+//! ends with a reason that names the agent, the phone's lease is freed (by the gateway, or by
+//! its TTL when the gateway itself died), and the restarted (or resumed) service serves the
+//! next task. The executor and device service cases are in `main.rs`.
 use std::time::{Duration, Instant};
 
 use super::reasoning::{act, done, of, plan_reply, prompts, reasoning};
@@ -101,6 +102,10 @@ async fn killed_and_frozen_agents_end_the_task_clearly_and_come_back() {
         plan_reply("1. Open the Settings app").delay(Duration::from_secs(1)),
         // 6: resumed, it serves the next task.
         done(true, "Nothing to do."),
+        // 7: the gateway is killed while the manager plans.
+        hang("<thought>never</thought>"),
+        // 8: the restarted gateway serves the next task.
+        done(true, "Back again."),
     ];
     let mut mesh = start_with(
         script,
@@ -184,4 +189,34 @@ async fn killed_and_frozen_agents_end_the_task_clearly_and_come_back() {
     let (_, mut watch) = submit(&mesh, "Do nothing", &serial).await;
     let c = ends_within(&mut watch, Duration::from_secs(30), "manager resumed").await;
     assert!(c.success && c.answer == "Nothing to do.", "{c:?}");
+
+    // 7. SIGKILL the gateway mid-task: its watcher's stream breaks at once, the lease it held
+    // expires by its TTL (3 s here), and the restarted gateway serves the next task.
+    let (_, mut watch) = submit(&mesh, "Plan slowly", &serial).await;
+    until_model_calls(&mesh, 22).await;
+    mesh.proc("gateway").kill();
+    let broke = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match watch.next().await {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return format!("{e:?}"),
+                None => return "ended".to_owned(),
+            }
+        }
+    })
+    .await
+    .expect("the watch stream outlived the gateway by 5 s");
+    assert!(!broke.is_empty());
+    mesh.restart("gateway").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lease_holder(&mesh, &serial).await.is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the dead gateway's lease outlived its TTL"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, mut watch) = submit(&mesh, "Come back", &serial).await;
+    let c = ends_within(&mut watch, Duration::from_secs(30), "gateway restarted").await;
+    assert!(c.success && c.answer == "Back again.", "{c:?}");
 }
