@@ -1,27 +1,43 @@
 //! One ADB transport connection: the CNXN handshake, then streams opened by the host
-//! (`shell:`, `shell,v2,...:`, `exec:`, `sync:`), each answered without waiting for the host's
-//! OKAYs; every host WRTE is acknowledged at once. Streams run concurrently, as the adb server
-//! multiplexes all of its clients' requests over one connection per device.
+//! (`shell:`, `shell,v2,...:`, `exec:`, `sync:`, and the services a user build refuses).
+//! Streams run concurrently, as the adb server multiplexes all of its clients' requests over one
+//! connection per device.
+//!
+//! Flow control follows the protocol: a stream sends its next WRTE only after the host's OKAY
+//! for the last one, and host data is acknowledged only once the stream's bounded stdin queue
+//! took it. Every queue is bounded: at most [`MAX_STREAMS`] streams per connection, two stdin
+//! chunks per stream, [`OUT_QUEUE`] messages waiting for the socket (a host that sends that many
+//! without reading is disconnected).
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::device::Device;
-use crate::shell::{self, Output};
+use crate::shell::{Input, Output, Session, Source};
 use crate::sync::SyncSession;
 use crate::wire::{
     self, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, HEADER_LEN, Header, MAX_PAYLOAD,
 };
 
+/// Streams open at once on one connection; an OPEN beyond is refused (closed at once).
+pub const MAX_STREAMS: usize = 64;
+/// Messages waiting for the socket; a host that lets more pile up is disconnected.
+pub const OUT_QUEUE: usize = 1024;
+/// Host data chunks a stream's stdin holds before the host must wait for our OKAY.
+const STDIN_QUEUE: usize = 2;
+/// A shell waiting this long for input sees end of input.
+const STDIN_IDLE: Duration = Duration::from_secs(600);
+
 /// What the connection's streams share.
 #[derive(Clone)]
 struct Conn {
     device: Arc<Mutex<Device>>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
     streams: Arc<Mutex<HashMap<u32, Entry>>>,
     /// Largest payload the host accepts.
     max_payload: usize,
@@ -30,14 +46,34 @@ struct Conn {
 struct Entry {
     local: u32,
     kind: Kind,
+    /// One permit per WRTE the host has acknowledged: a stream sends only with a permit.
+    acked: Arc<Semaphore>,
 }
 
 enum Kind {
-    /// A command runs; host data (e.g. a shell v2 close-stdin packet) is ignored.
-    Busy,
-    Sync(SyncSession),
-    /// An interactive shell reading stdin.
-    Stdin(mpsc::UnboundedSender<Vec<u8>>),
+    /// File transfer: requests are answered in order by the stream's writer task.
+    Sync(SyncSession, mpsc::Sender<SyncReply>),
+    /// A stream that takes no input (a refusal being sent): host data is acknowledged and
+    /// dropped.
+    Discard,
+    /// A command or shell: host data is its standard input.
+    Stdin(Feed),
+}
+
+/// A sync reply, and whether the session ends after it.
+type SyncReply = (Vec<u8>, bool);
+
+/// Sync requests answered but not yet sent; a host pipelining more is cut off.
+const SYNC_QUEUE: usize = 16;
+
+/// Where a stream's host data goes.
+struct Feed {
+    /// `None` once the host closed stdin.
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    /// Shell v2 packets (stdin data is packet id 0; id 4 closes stdin).
+    v2: bool,
+    /// A v2 packet split across WRTEs.
+    partial: Vec<u8>,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -46,30 +82,68 @@ fn next_id() -> u32 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed).max(1)
 }
 
+/// Shell v2 packet ids (`shell_protocol.h`).
+const ID_STDIN: u8 = 0;
+const ID_STDOUT: u8 = 1;
+const ID_STDERR: u8 = 2;
+const ID_EXIT: u8 = 3;
+const ID_CLOSE_STDIN: u8 = 4;
+
 impl Conn {
-    fn send(&self, command: u32, arg0: u32, arg1: u32, payload: &[u8]) {
-        let _ = self.out.send(wire::encode(command, arg0, arg1, payload));
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write_all(&self, local: u32, host: u32, data: &[u8]) {
+    /// Queues a control message (OKAY, CLSE, CNXN) without waiting; false if the host has let
+    /// [`OUT_QUEUE`] messages pile up unread.
+    fn control(&self, command: u32, arg0: u32, arg1: u32, payload: &[u8]) -> bool {
+        self.out
+            .try_send(wire::encode(command, arg0, arg1, payload))
+            .is_ok()
+    }
+
+    /// Sends `data` on a stream in WRTEs of at most the host's payload size, each after the
+    /// host acknowledged the previous one. False if the stream or the connection is gone.
+    async fn write(&self, host: u32, data: &[u8]) -> bool {
         for chunk in data.chunks(self.max_payload.max(1)) {
-            self.send(A_WRTE, local, host, chunk);
+            if !self.write_one(host, chunk).await {
+                return false;
+            }
         }
+        true
     }
 
-    /// Shell v2 packets of `id` carrying `data`, one packet per WRTE.
-    fn write_packets(&self, local: u32, host: u32, id: u8, data: &[u8]) {
+    async fn write_one(&self, host: u32, payload: &[u8]) -> bool {
+        let Some((local, acked)) = self.lock().get(&host).map(|e| (e.local, e.acked.clone()))
+        else {
+            return false;
+        };
+        match acked.acquire().await {
+            Ok(permit) => permit.forget(),
+            Err(_) => return false,
+        }
+        self.out
+            .send(wire::encode(A_WRTE, local, host, payload))
+            .await
+            .is_ok()
+    }
+
+    /// Shell v2 packets of `id` carrying `data`.
+    async fn write_packets(&self, host: u32, id: u8, data: &[u8]) -> bool {
         for chunk in data.chunks(self.max_payload.saturating_sub(5).max(1)) {
-            self.send(A_WRTE, local, host, &packet(id, chunk));
+            if !self.write_one(host, &packet(id, chunk)).await {
+                return false;
+            }
         }
+        true
     }
 
-    fn close(&self, local: u32, host: u32) {
-        self.streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&host);
-        self.send(A_CLSE, local, host, &[]);
+    /// Ends a stream from our side.
+    fn close(&self, host: u32) {
+        if let Some(e) = self.lock().remove(&host) {
+            e.acked.close();
+            self.control(A_CLSE, e.local, host, &[]);
+        }
     }
 }
 
@@ -94,7 +168,7 @@ pub async fn serve(
         .map(|a| a.to_string())
         .unwrap_or_default();
     let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUT_QUEUE);
     let writer = tokio::spawn(async move {
         while let Some(buf) = rx.recv().await {
             if wr.write_all(&buf).await.is_err() {
@@ -113,6 +187,10 @@ pub async fn serve(
         _ = stop.changed() => "simulator stopped".to_owned(),
     };
     tracing::debug!(%peer, %reason, "adb connection ended");
+    // Streams still running see their host gone: writers stop, stdin ends.
+    for (_, e) in conn.lock().drain() {
+        e.acked.close();
+    }
     drop(conn);
     writer.abort();
 }
@@ -150,98 +228,277 @@ async fn read_loop(
         if let Err(e) = rd.read_exact(&mut payload).await {
             return format!("read payload: {e}");
         }
-        match h.command {
+        let sent = match h.command {
             A_CNXN => {
                 conn.max_payload = (h.arg1 as usize).clamp(4096, MAX_PAYLOAD as usize);
-                conn.send(A_CNXN, A_VERSION, MAX_PAYLOAD, banner.as_bytes());
+                conn.control(A_CNXN, A_VERSION, MAX_PAYLOAD, banner.as_bytes())
             }
             A_OPEN => open(conn, h.arg0, &payload),
-            A_WRTE => write(conn, h, &payload),
+            A_WRTE => host_data(conn, h, payload),
             A_CLSE => {
-                let removed = conn
-                    .streams
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&h.arg0);
-                if let Some(e) = removed {
-                    conn.send(A_CLSE, e.local, h.arg0, &[]);
+                let removed = conn.lock().remove(&h.arg0);
+                match removed {
+                    // Dropping the entry ends the stream's stdin; a command still running
+                    // finishes (`exec-in` closes as soon as it has sent its input).
+                    Some(e) => {
+                        e.acked.close();
+                        conn.control(A_CLSE, e.local, h.arg0, &[])
+                    }
+                    None => true,
                 }
             }
-            // OKAYs need no answer (this device never waits for them); AUTH and STLS are not
-            // used, as the banner is sent without asking for authentication.
-            A_OKAY => {}
-            other => tracing::debug!(command = wire::command_name(other), "ignored message"),
+            A_OKAY => {
+                if let Some(e) = conn.lock().get(&h.arg0) {
+                    // At most one WRTE is ever unacknowledged; a repeated OKAY adds nothing.
+                    if e.acked.available_permits() == 0 {
+                        e.acked.add_permits(1);
+                    }
+                }
+                true
+            }
+            // AUTH and STLS are not used: the banner is sent without asking for authentication.
+            other => {
+                tracing::debug!(command = wire::command_name(other), "ignored message");
+                true
+            }
+        };
+        if !sent {
+            return format!("the host let {OUT_QUEUE} messages pile up without reading");
         }
     }
 }
 
-/// Keys of `streams` are the host's stream ids (arg1 of the host's WRTE/CLSE is our id, arg0
-/// theirs); OPEN carries the host id in arg0.
-fn open(conn: &Conn, host: u32, payload: &[u8]) {
+/// What a user build answers for a service the simulator does not offer, as adbd would: the
+/// text, then the stream closes.
+fn refusal(service: &str) -> Option<&'static [u8]> {
+    let name = service.split(':').next().unwrap_or(service);
+    Some(match name {
+        "root" => b"adbd cannot run as root in production builds\n",
+        "unroot" => b"adbd not running as root\n",
+        "remount" => b"Not running as root. Try \"adb root\" first.\n",
+        "disable-verity" | "enable-verity" => b"verity cannot be disabled/enabled - USER build\n",
+        "reboot" => b"reboot: the simulated phone cannot reboot; restart `droidmesh sim`\n",
+        "tcpip" | "usb" => b"the simulated phone is already on TCP and cannot switch\n",
+        _ => return None,
+    })
+}
+
+/// Keys of `streams` are the host's stream ids (arg0 of the host's WRTE/CLSE/OKAY is theirs,
+/// arg1 ours); OPEN carries the host id in arg0. Returns false if the host stopped reading.
+fn open(conn: &Conn, host: u32, payload: &[u8]) -> bool {
     let service =
         String::from_utf8_lossy(payload.strip_suffix(&[0]).unwrap_or(payload)).into_owned();
     let local = next_id();
-    let (kind, start): (Kind, Option<Starter>) = if service == "sync:" {
-        (Kind::Sync(SyncSession::default()), None)
+    if conn.lock().len() >= MAX_STREAMS {
+        tracing::warn!(%service, "refused a stream: {MAX_STREAMS} are open on this connection");
+        return conn.control(A_CLSE, 0, host, &[]);
+    }
+    let feed = |v2| {
+        let (tx, rx) = mpsc::channel(STDIN_QUEUE);
+        let input = Input::source(Box::new(HostStdin {
+            rx,
+            handle: tokio::runtime::Handle::current(),
+        }));
+        (
+            Kind::Stdin(Feed {
+                tx: Some(tx),
+                v2,
+                partial: Vec::new(),
+            }),
+            input,
+        )
+    };
+    let (kind, start): (Kind, Starter) = if service == "sync:" {
+        let (tx, mut rx) = mpsc::channel::<SyncReply>(SYNC_QUEUE);
+        (
+            Kind::Sync(SyncSession::default(), tx),
+            Box::new(move |c: Conn| {
+                tokio::spawn(async move {
+                    while let Some((reply, quit)) = rx.recv().await {
+                        if !c.write(host, &reply).await || quit {
+                            c.close(host);
+                            break;
+                        }
+                    }
+                });
+            }),
+        )
     } else if let Some(cmd) = service.strip_prefix("exec:") {
         let cmd = cmd.to_owned();
+        let (kind, input) = feed(false);
         (
-            Kind::Busy,
-            Some(Box::new(move |c| one_shot(c, local, host, cmd, Mode::Raw))),
+            kind,
+            Box::new(move |c| one_shot(c, host, cmd, input, Mode::Raw)),
         )
     } else if let Some(rest) = service.strip_prefix("shell") {
         let (opts, cmd) = rest.split_once(':').unwrap_or((rest, ""));
-        let v2 = opts.split(',').any(|o| o == "v2");
+        let opts: Vec<&str> = opts.split(',').collect();
+        let v2 = opts.contains(&"v2");
+        let (kind, input) = feed(v2);
         let cmd = cmd.to_owned();
         if cmd.trim().is_empty() {
-            let (tx, rx) = mpsc::unbounded_channel();
+            // A terminal (the default without a command) gets a prompt; `raw` (adb's choice
+            // when its stdin is not a terminal) reads a script silently.
+            let pty = !opts.contains(&"raw");
             (
-                Kind::Stdin(tx),
-                Some(Box::new(move |c| interactive(c, local, host, v2, rx))),
+                kind,
+                Box::new(move |c| interactive(c, host, v2, pty, input)),
             )
         } else {
             let mode = if v2 { Mode::V2 } else { Mode::Raw };
-            (
-                Kind::Busy,
-                Some(Box::new(move |c| one_shot(c, local, host, cmd, mode))),
-            )
+            (kind, Box::new(move |c| one_shot(c, host, cmd, input, mode)))
         }
+    } else if let Some(text) = refusal(&service) {
+        (
+            Kind::Discard,
+            Box::new(move |c: Conn| {
+                tokio::spawn(async move {
+                    c.write(host, text).await;
+                    c.close(host);
+                });
+            }),
+        )
+    } else if let Some(req) = service.strip_prefix("reverse:") {
+        // adb's reverse protocol: OKAY or FAIL, then a hex length and the text.
+        let answer = if req == "list-forward" {
+            b"OKAY0000".to_vec()
+        } else {
+            let msg = "reverse forwarding is not supported by the simulated phone";
+            format!("FAIL{:04x}{msg}", msg.len()).into_bytes()
+        };
+        (
+            Kind::Discard,
+            Box::new(move |c: Conn| {
+                tokio::spawn(async move {
+                    c.write(host, &answer).await;
+                    c.close(host);
+                });
+            }),
+        )
     } else {
         tracing::debug!(%service, "unsupported service");
-        conn.send(A_CLSE, 0, host, &[]);
-        return;
+        return conn.control(A_CLSE, 0, host, &[]);
     };
-    conn.streams
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(host, Entry { local, kind });
-    conn.send(A_OKAY, local, host, &[]);
-    if let Some(start) = start {
-        start(conn.clone());
+    conn.lock().insert(
+        host,
+        Entry {
+            local,
+            kind,
+            acked: Arc::new(Semaphore::new(1)),
+        },
+    );
+    let sent = conn.control(A_OKAY, local, host, &[]);
+    start(conn.clone());
+    sent
+}
+
+/// Host data on a stream. Returns false if the host stopped reading.
+fn host_data(conn: &Conn, h: Header, payload: Vec<u8>) -> bool {
+    let host = h.arg0;
+    let mut streams = conn.lock();
+    let Some(entry) = streams.get_mut(&host) else {
+        return true;
+    };
+    let local = entry.local;
+    match &mut entry.kind {
+        Kind::Stdin(feed) => {
+            let (chunks, eof) = if feed.v2 {
+                match unpack(&mut feed.partial, &payload) {
+                    Some(parsed) => parsed,
+                    None => {
+                        drop(streams);
+                        tracing::debug!("malformed shell v2 packet; closing the stream");
+                        conn.close(host);
+                        return true;
+                    }
+                }
+            } else {
+                (vec![payload], false)
+            };
+            let tx = feed.tx.clone();
+            if eof {
+                feed.tx = None;
+            }
+            drop(streams);
+            let conn = conn.clone();
+            // The OKAY goes out once the stdin queue took the data: that is the backpressure.
+            tokio::spawn(async move {
+                if let Some(tx) = tx {
+                    for c in chunks.into_iter().filter(|c| !c.is_empty()) {
+                        if tx.send(c).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                if conn.lock().contains_key(&host) {
+                    conn.control(A_OKAY, local, host, &[]);
+                }
+            });
+            true
+        }
+        Kind::Sync(session, replies) => {
+            let fed = session.feed(&payload, &conn.device);
+            let queued = fed.reply.is_empty() && !fed.quit
+                || replies.try_send((fed.reply, fed.quit)).is_ok();
+            drop(streams);
+            if !queued {
+                tracing::debug!("the host pipelined more sync requests than are kept; closing");
+                conn.close(host);
+                return true;
+            }
+            conn.control(A_OKAY, local, host, &[])
+        }
+        Kind::Discard => {
+            drop(streams);
+            conn.control(A_OKAY, local, host, &[])
+        }
     }
 }
 
-fn write(conn: &Conn, h: Header, payload: &[u8]) {
-    let host = h.arg0;
-    let mut streams = conn.streams.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(entry) = streams.get_mut(&host) else {
-        return;
-    };
-    let local = entry.local;
-    conn.send(A_OKAY, local, host, &[]);
-    match &mut entry.kind {
-        Kind::Busy => {}
-        Kind::Stdin(tx) => {
-            let _ = tx.send(payload.to_vec());
+/// Splits shell v2 packets from the host: stdin data, and whether stdin was closed. `None` for
+/// a packet longer than any the protocol carries.
+fn unpack(partial: &mut Vec<u8>, data: &[u8]) -> Option<(Vec<Vec<u8>>, bool)> {
+    partial.extend_from_slice(data);
+    let mut chunks = Vec::new();
+    let mut eof = false;
+    loop {
+        if partial.len() < 5 {
+            break;
         }
-        Kind::Sync(session) => {
-            let fed = session.feed(payload, &conn.device);
-            drop(streams);
-            conn.write_all(local, host, &fed.reply);
-            if fed.quit {
-                conn.close(local, host);
-            }
+        let len = u32::from_le_bytes([partial[1], partial[2], partial[3], partial[4]]) as usize;
+        if len > MAX_PAYLOAD as usize {
+            return None;
         }
+        if partial.len() < 5 + len {
+            break;
+        }
+        let body: Vec<u8> = partial[5..5 + len].to_vec();
+        match partial[0] {
+            ID_STDIN => chunks.push(body),
+            ID_CLOSE_STDIN | ID_EXIT => eof = true,
+            // Window size changes and anything newer: nothing to do.
+            _ => {}
+        }
+        partial.drain(..5 + len);
+    }
+    Some((chunks, eof))
+}
+
+/// A stream's stdin as the shell reads it: blocks (on a blocking-pool thread) for the next
+/// chunk the host sent; end of input when the host closes stdin or the stream, or after
+/// [`STDIN_IDLE`] without data.
+struct HostStdin {
+    rx: mpsc::Receiver<Vec<u8>>,
+    handle: tokio::runtime::Handle,
+}
+
+impl Source for HostStdin {
+    fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        let rx = &mut self.rx;
+        self.handle
+            .block_on(async { tokio::time::timeout(STDIN_IDLE, rx.recv()).await })
+            .ok()
+            .flatten()
     }
 }
 
@@ -256,92 +513,62 @@ enum Mode {
     V2,
 }
 
-fn one_shot(conn: Conn, local: u32, host: u32, cmd: String, mode: Mode) {
+fn one_shot(conn: Conn, host: u32, cmd: String, mut input: Input, mode: Mode) {
     tokio::spawn(async move {
         let device = conn.device.clone();
-        let out = tokio::task::spawn_blocking(move || shell::run(&device, &cmd))
-            .await
-            .unwrap_or_else(|e| Output::fail(1, format!("/system/bin/sh: internal error: {e}")));
-        send_output(&conn, local, host, out, mode);
-        conn.close(local, host);
+        let out = tokio::task::spawn_blocking(move || {
+            Session::default().run_line(&device, &cmd, &mut input)
+        })
+        .await
+        .unwrap_or_else(|e| Output::fail(1, format!("/system/bin/sh: internal error: {e}")));
+        if send_output(&conn, host, &out, mode).await && matches!(mode, Mode::V2) {
+            exit_packet(&conn, host, out.code).await;
+        }
+        conn.close(host);
     });
 }
 
-fn send_output(conn: &Conn, local: u32, host: u32, out: Output, mode: Mode) {
+async fn send_output(conn: &Conn, host: u32, out: &Output, mode: Mode) -> bool {
     match mode {
-        Mode::Raw => conn.write_all(local, host, &out.merged()),
+        Mode::Raw => conn.write(host, &out.stdout).await && conn.write(host, &out.stderr).await,
         Mode::V2 => {
-            conn.write_packets(local, host, 1, &out.stdout);
-            conn.write_packets(local, host, 2, &out.stderr);
-            let code = u8::try_from(out.code.rem_euclid(256)).unwrap_or(1);
-            conn.send(A_WRTE, local, host, &packet(3, &[code]));
+            conn.write_packets(host, ID_STDOUT, &out.stdout).await
+                && conn.write_packets(host, ID_STDERR, &out.stderr).await
         }
     }
 }
 
+async fn exit_packet(conn: &Conn, host: u32, code: i32) {
+    let code = u8::try_from(code.rem_euclid(256)).unwrap_or(1);
+    conn.write_one(host, &packet(ID_EXIT, &[code])).await;
+}
+
 const PROMPT: &[u8] = b"sim:/ $ ";
 
-/// `adb shell` without a command: reads lines from stdin and runs each.
-fn interactive(
-    conn: Conn,
-    local: u32,
-    host: u32,
-    v2: bool,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-) {
-    tokio::spawn(async move {
-        let say = |data: &[u8]| {
-            if v2 {
-                conn.write_packets(local, host, 1, data);
-            } else {
-                conn.write_all(local, host, data);
-            }
-        };
-        say(PROMPT);
-        let mut raw = Vec::new();
-        let mut line = Vec::new();
-        while let Some(data) = rx.recv().await {
-            let stdin = if v2 {
-                raw.extend_from_slice(&data);
-                let mut bytes = Vec::new();
-                while raw.len() >= 5 {
-                    let len = u32::from_le_bytes([raw[1], raw[2], raw[3], raw[4]]) as usize;
-                    if raw.len() < 5 + len {
-                        break;
-                    }
-                    if raw[0] == 0 {
-                        bytes.extend_from_slice(&raw[5..5 + len]);
-                    }
-                    raw.drain(..5 + len);
-                }
-                bytes
-            } else {
-                data
-            };
-            for b in stdin {
-                if b != b'\n' && b != b'\r' {
-                    line.push(b);
-                    continue;
-                }
-                let cmd = String::from_utf8_lossy(&std::mem::take(&mut line))
-                    .trim()
-                    .to_owned();
-                if cmd == "exit" {
-                    if v2 {
-                        conn.send(A_WRTE, local, host, &packet(3, &[0]));
-                    }
-                    conn.close(local, host);
-                    return;
-                }
-                if !cmd.is_empty() {
-                    let device = conn.device.clone();
-                    let out = tokio::task::spawn_blocking(move || shell::run(&device, &cmd))
-                        .await
-                        .unwrap_or_default();
-                    say(&out.merged());
-                }
-                say(PROMPT);
-            }
+/// `adb shell` without a command: a shell reading its script from stdin, ending at `exit N` or
+/// end of input with that status.
+fn interactive(conn: Conn, host: u32, v2: bool, pty: bool, mut input: Input) {
+    let mode = if v2 { Mode::V2 } else { Mode::Raw };
+    let handle = tokio::runtime::Handle::current();
+    let c = conn.clone();
+    let h = handle.clone();
+    let session = tokio::task::spawn_blocking(move || {
+        let say = |out: Output| h.block_on(send_output(&c, host, &out, mode));
+        if pty {
+            say(Output::ok(PROMPT));
         }
+        Session::default().run_script(&c.device, &mut input, |out| {
+            say(out);
+            if pty {
+                say(Output::ok(PROMPT));
+            }
+        })
+    });
+    tokio::spawn(async move {
+        let code = session.await.unwrap_or(1);
+        if v2 {
+            exit_packet(&conn, host, code).await;
+        }
+        conn.close(host);
     });
 }

@@ -98,6 +98,69 @@ impl AdbServer {
             .map_err(AdbError::Spawn)
     }
 
+    /// Runs `adb -P PORT ARGS...` with `stdin` piped to it (then closed); kills it if it has
+    /// not ended within `limit`.
+    pub fn adb_stdin(
+        &self,
+        args: &[&str],
+        stdin: &[u8],
+        limit: Duration,
+    ) -> Result<Output, AdbError> {
+        use std::io::{Read, Write};
+        let mut child = Command::new("adb")
+            .args(["-P", &self.port.to_string()])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(AdbError::Spawn)?;
+        let mut pipe = child.stdin.take();
+        let data = stdin.to_vec();
+        let feeder = std::thread::spawn(move || {
+            if let Some(p) = pipe.as_mut() {
+                let _ = p.write_all(&data);
+            }
+        });
+        let mut out_pipe = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(p) = out_pipe.as_mut() {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        });
+        let mut err_pipe = child.stderr.take();
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(p) = err_pipe.as_mut() {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        });
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(AdbError::Spawn)? {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(AdbError::Timeout(format!(
+                    "adb {} did not end within {limit:?}",
+                    args.join(" ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let _ = feeder.join();
+        Ok(Output {
+            status,
+            stdout: reader.join().unwrap_or_default(),
+            stderr: err_reader.join().unwrap_or_default(),
+        })
+    }
+
     fn adb_ok(&self, args: &[&str]) -> Result<String, AdbError> {
         let out = self.adb(args)?;
         if out.status.success() {

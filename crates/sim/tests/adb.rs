@@ -4,7 +4,7 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Stdio};
 
-use droidmesh_sim::testkit::{AdbServer, adb_available};
+use droidmesh_sim::testkit::{AdbServer, require_adb};
 use droidmesh_sim::{SimFleet, SimOptions};
 
 async fn fleet(devices: usize) -> SimFleet {
@@ -20,8 +20,7 @@ async fn fleet(devices: usize) -> SimFleet {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn adb_attaches_two_devices_and_runs_commands_like_a_phone() {
-    if !adb_available() {
-        eprintln!("note: adb is not installed; skipping");
+    if !require_adb("adb_attaches_two_devices_and_runs_commands_like_a_phone") {
         return;
     }
     let fleet = fleet(2).await;

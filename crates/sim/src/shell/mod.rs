@@ -289,10 +289,7 @@ fn command(device: &Mutex<Device>, cmd: &str, args: &[String], stdin: &mut Input
         }),
         "grep" => grep(args, &stdin.read_to_end()),
         "head" | "tail" => head_tail(name, args, &stdin.read_to_end()),
-        "wc" => {
-            let lines = stdin.read_to_end().iter().filter(|b| **b == b'\n').count();
-            Output::ok(format!("{lines}\n"))
-        }
+        "wc" => wc(dev, args, stdin),
         "id" => Output::ok(
             "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),3003(inet) context=u:r:shell:s0\n",
         ),
@@ -309,6 +306,63 @@ fn command(device: &Mutex<Device>, cmd: &str, args: &[String], stdin: &mut Input
             format!("/system/bin/sh: {cmd}: inaccessible or not found"),
         ),
     }
+}
+
+/// `wc [-lwc] [FILE...]`: counts of each input, as toybox prints them.
+fn wc(dev: &Device, args: &[String], stdin: &mut Input) -> Output {
+    let flags: String = args
+        .iter()
+        .filter(|a| a.starts_with('-'))
+        .flat_map(|a| a.chars().skip(1))
+        .collect();
+    let files: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let (l, w, c) = if flags.is_empty() {
+        (true, true, true)
+    } else {
+        (
+            flags.contains('l'),
+            flags.contains('w'),
+            flags.contains('c'),
+        )
+    };
+    let count = |data: &[u8], name: Option<&str>| {
+        let mut cols = Vec::new();
+        if l {
+            cols.push(data.iter().filter(|b| **b == b'\n').count().to_string());
+        }
+        if w {
+            cols.push(
+                data.split(|b| b.is_ascii_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .count()
+                    .to_string(),
+            );
+        }
+        if c {
+            cols.push(data.len().to_string());
+        }
+        if let Some(n) = name {
+            cols.push(n.to_owned());
+        }
+        cols.join(" ") + "\n"
+    };
+    if files.is_empty() {
+        return Output::ok(count(&stdin.read_to_end(), None));
+    }
+    let mut out = Output::default();
+    for f in files {
+        match dev.fs.read(f) {
+            Ok(data) => out
+                .stdout
+                .extend_from_slice(count(data, Some(f)).as_bytes()),
+            Err(e) => {
+                out.stderr
+                    .extend_from_slice(format!("wc: {e}\n").as_bytes());
+                out.code = 1;
+            }
+        }
+    }
+    out
 }
 
 fn echo(args: &[String]) -> Output {
