@@ -3,4 +3,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod adb;
 mod determinism;
+mod flow;
 mod stdin;
