@@ -3,6 +3,7 @@
 //! (`inaccessible or not found`, exit 127); nothing here blocks for longer than a capped
 //! `sleep`.
 mod android;
+mod exec;
 pub mod input;
 pub mod parse;
 
@@ -12,7 +13,6 @@ use std::time::Duration;
 use crate::device::Device;
 use crate::fs::Kind;
 pub use input::{Input, Source};
-use parse::{Join, Part, Redirect, Word};
 
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,193 +58,106 @@ pub fn run(device: &Mutex<Device>, line: &str) -> Output {
     Session::default().run_line(device, line, &mut Input::empty())
 }
 
-/// What one shell process keeps from line to line: the last status and whether `exit` ran.
+/// What one shell process keeps from line to line: variables, the last status, and whether
+/// `exit` ran.
 #[derive(Debug, Default)]
 pub struct Session {
-    status: i32,
-    exited: Option<i32>,
+    state: exec::State,
 }
+
+/// Most script a shell holds while a construct (a loop, an `if`, a quote) is still open.
+const MAX_PENDING_SCRIPT: usize = 1 << 20;
 
 impl Session {
     /// The status `$?` reads: the last command's.
     pub fn status(&self) -> i32 {
-        self.status
+        self.state.status
     }
 
     /// `Some(code)` once `exit` ran: the shell has ended with that code.
     pub fn exited(&self) -> Option<i32> {
-        self.exited
+        self.state.exited
     }
 
     /// The code this shell ends with: `exit`'s, else the last command's.
     pub fn exit_code(&self) -> i32 {
-        self.exited.unwrap_or(self.status)
+        self.state.exited.unwrap_or(self.state.status)
     }
 
     /// Runs one command line; its commands read `stdin` (the first of each pipeline does; the
     /// rest read the pipe). Does nothing once the shell has exited.
     pub fn run_line(&mut self, device: &Mutex<Device>, line: &str, stdin: &mut Input) -> Output {
-        let mut total = Output::default();
-        if self.exited.is_some() {
-            total.code = self.exit_code();
-            return total;
+        match parse::parse(line) {
+            Ok(list) => self.run_parsed(device, &list, stdin),
+            Err(e) => self.syntax_error(&e),
         }
-        let pipelines = match parse::parse(line) {
-            Ok(p) => p,
-            Err(e) => {
-                self.status = 2;
-                return Output::fail(2, format!("/system/bin/sh: {e}"));
-            }
-        };
-        for p in pipelines {
-            let skip = match p.join {
-                Join::Always => false,
-                Join::And => self.status != 0,
-                Join::Or => self.status == 0,
-            };
-            if skip {
-                continue;
-            }
-            let mut piped: Option<Vec<u8>> = None;
-            let mut last = Output::default();
-            for cmd in &p.commands {
-                let words: Vec<String> = cmd.words.iter().map(|w| expand(w, self.status)).collect();
-                if words.first().map(String::as_str) == Some("exit") {
-                    let code = words.get(1).map_or(Some(self.status), |a| a.parse().ok());
-                    self.exited = Some(code.unwrap_or(2) & 0xff);
-                    break;
-                }
-                last = match piped.take() {
-                    Some(bytes) => run_simple(
-                        device,
-                        &words,
-                        &cmd.redirects,
-                        &mut Input::bytes(bytes),
-                        self.status,
-                    ),
-                    None => run_simple(device, &words, &cmd.redirects, stdin, self.status),
-                };
-                total.stderr.append(&mut last.stderr);
-                piped = Some(std::mem::take(&mut last.stdout));
-            }
-            total.stdout.append(&mut piped.unwrap_or_default());
-            self.status = last.code;
-            if self.exited.is_some() {
-                break;
-            }
-        }
-        total.code = self.exit_code();
-        total
     }
 
-    /// Runs a script read from `stdin` a line at a time, as `sh` does when its input is not a
-    /// terminal, handing each line's output to `emit`; ends at `exit` or end of input and
-    /// returns the shell's exit code. Commands in the script read the same input.
+    fn syntax_error(&mut self, e: &parse::ParseError) -> Output {
+        self.state.status = 2;
+        Output::fail(2, format!("/system/bin/sh: {e}"))
+    }
+
+    fn run_parsed(
+        &mut self,
+        device: &Mutex<Device>,
+        list: &[parse::Pipeline],
+        stdin: &mut Input,
+    ) -> Output {
+        let mut out = Output::default();
+        if self.state.exited.is_none() {
+            let mut run = exec::Run::new(device);
+            if let Err(exec::Stop::Budget(why)) = self.state.list(&mut run, list, stdin, &mut out) {
+                out.stderr
+                    .extend_from_slice(format!("/system/bin/sh: {why}\n").as_bytes());
+                self.state.status = 1;
+            }
+        }
+        out.code = self.exit_code();
+        out
+    }
+
+    /// Runs a script read from `stdin` as `sh` does when its input is not a terminal: a line
+    /// at a time (more lines while a loop, an `if` or a quote is open), handing each part's
+    /// output to `emit`; ends at `exit` or end of input and returns the shell's exit code.
+    /// Commands in the script read the same input.
     pub fn run_script(
         &mut self,
         device: &Mutex<Device>,
         stdin: &mut Input,
         mut emit: impl FnMut(Output),
     ) -> i32 {
-        while self.exited.is_none() {
+        let mut pending = String::new();
+        while self.state.exited.is_none() {
             let Some(line) = stdin.line() else { break };
-            let line = String::from_utf8_lossy(&line).into_owned();
-            if line.trim().is_empty() {
-                continue;
+            pending.push_str(&String::from_utf8_lossy(&line));
+            pending.push('\n');
+            match parse::parse(&pending) {
+                Ok(list) => {
+                    pending.clear();
+                    if !list.is_empty() {
+                        emit(self.run_parsed(device, &list, stdin));
+                    }
+                }
+                Err(parse::ParseError::Incomplete(_)) if pending.len() < MAX_PENDING_SCRIPT => {}
+                Err(e) => {
+                    pending.clear();
+                    emit(self.syntax_error(&e));
+                }
             }
-            let out = self.run_line(device, &line, stdin);
-            emit(out);
+        }
+        if !pending.trim().is_empty() {
+            // End of input inside an open construct.
+            if let Err(e) = parse::parse(&pending) {
+                emit(self.syntax_error(&e));
+            }
         }
         self.exit_code()
     }
 }
 
-fn expand(word: &Word, status: i32) -> String {
-    let mut s = String::new();
-    for part in word {
-        match part {
-            Part::Lit(l) => s.push_str(l),
-            Part::Var(v) => s.push_str(&match v.as_str() {
-                "?" => status.to_string(),
-                "EXTERNAL_STORAGE" => "/sdcard".into(),
-                "HOME" => "/".into(),
-                "PATH" => {
-                    "/product/bin:/apex/com.android.runtime/bin:/system/bin:/system/xbin".into()
-                }
-                "ANDROID_DATA" => "/data".into(),
-                _ => String::new(),
-            }),
-        }
-    }
-    s
-}
-
 fn lock(device: &Mutex<Device>) -> std::sync::MutexGuard<'_, Device> {
     device.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn run_simple(
-    device: &Mutex<Device>,
-    words: &[String],
-    redirects: &[Redirect],
-    stdin: &mut Input,
-    status: i32,
-) -> Output {
-    let mut from_file = None;
-    for r in redirects {
-        if let Redirect::In { path } = r {
-            let path = expand(path, status);
-            match lock(device).fs.read(&path) {
-                Ok(data) => from_file = Some(Input::bytes(data.to_vec())),
-                Err(e) => return Output::fail(1, format!("/system/bin/sh: {e}")),
-            }
-        }
-    }
-    let stdin = match from_file.as_mut() {
-        Some(f) => f,
-        None => stdin,
-    };
-    let mut out = match words.split_first() {
-        None => Output::default(),
-        Some((cmd, args)) if cmd == "sleep" => sleep(args),
-        Some((cmd, args)) => command(device, cmd, args, stdin),
-    };
-    for r in redirects {
-        let result = match r {
-            Redirect::ErrToOut => {
-                let mut e = std::mem::take(&mut out.stderr);
-                out.stdout.append(&mut e);
-                Ok(())
-            }
-            Redirect::Out { path, append } => {
-                let path = expand(path, status);
-                if path == "/dev/null" {
-                    out.stdout.clear();
-                    Ok(())
-                } else {
-                    lock(device)
-                        .fs
-                        .write(&path, std::mem::take(&mut out.stdout), *append)
-                }
-            }
-            Redirect::Err { path } => {
-                let path = expand(path, status);
-                if path == "/dev/null" {
-                    out.stderr.clear();
-                    Ok(())
-                } else {
-                    lock(device)
-                        .fs
-                        .write(&path, std::mem::take(&mut out.stderr), false)
-                }
-            }
-            Redirect::In { .. } => Ok(()),
-        };
-        if let Err(e) = result {
-            return Output::fail(1, format!("/system/bin/sh: {e}"));
-        }
-    }
-    out
 }
 
 fn sleep(args: &[String]) -> Output {
@@ -262,12 +175,16 @@ fn sleep(args: &[String]) -> Output {
 /// One command with its arguments.
 fn command(device: &Mutex<Device>, cmd: &str, args: &[String], stdin: &mut Input) -> Output {
     let name = cmd.rsplit('/').next().unwrap_or(cmd);
+    if name == "sleep" {
+        return sleep(args);
+    }
     if let Some(out) = android::command(device, name, args, stdin) {
         return out;
     }
     let dev = &mut *lock(device);
     match name {
         "echo" => echo(args),
+        "printf" => printf(args),
         "true" | ":" => Output::default(),
         "false" => Output {
             code: 1,
@@ -363,6 +280,103 @@ fn wc(dev: &Device, args: &[String], stdin: &mut Input) -> Output {
         }
     }
     out
+}
+
+/// Backslash escapes of `printf` and `echo -e`.
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('\\') => out.push('\\'),
+            Some('e') => out.push('\u{1b}'),
+            Some(o) => {
+                out.push('\\');
+                out.push(o);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// `printf FORMAT [ARG...]`: `%s %d %i %x %c %%` and backslash escapes; the format repeats
+/// while arguments remain.
+fn printf(args: &[String]) -> Output {
+    let Some((format, mut rest)) = args.split_first() else {
+        return Output::fail(1, "usage: printf FORMAT [ARGUMENT...]");
+    };
+    let format = unescape(format);
+    let mut out = String::new();
+    let mut code = 0;
+    loop {
+        let mut used = false;
+        let mut it = format.chars().peekable();
+        while let Some(c) = it.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let mut spec = String::new();
+            while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit() || **d == '-') {
+                spec.push(d);
+                it.next();
+            }
+            let conv = it.next();
+            if conv == Some('%') {
+                out.push('%');
+                continue;
+            }
+            let arg = rest.first().map(String::as_str).unwrap_or("");
+            if !rest.is_empty() {
+                rest = &rest[1..];
+                used = true;
+            }
+            let width: usize = spec.trim_start_matches('-').parse().unwrap_or(0);
+            let text = match conv {
+                Some('s') => arg.to_owned(),
+                Some('c') => arg.chars().next().map(String::from).unwrap_or_default(),
+                Some(k @ ('d' | 'i' | 'x' | 'X' | 'o')) => {
+                    let n = if arg.is_empty() {
+                        Ok(0)
+                    } else {
+                        arg.trim().parse::<i64>()
+                    };
+                    let n = n.unwrap_or_else(|_| {
+                        code = 1;
+                        0
+                    });
+                    match k {
+                        'x' => format!("{n:x}"),
+                        'X' => format!("{n:X}"),
+                        'o' => format!("{n:o}"),
+                        _ => n.to_string(),
+                    }
+                }
+                _ => return Output::fail(1, "printf: unsupported conversion"),
+            };
+            if spec.starts_with('-') {
+                out.push_str(&format!("{text:<width$}"));
+            } else {
+                out.push_str(&format!("{text:>width$}"));
+            }
+        }
+        if !used || rest.is_empty() {
+            break;
+        }
+    }
+    Output {
+        stdout: out.into_bytes(),
+        code,
+        ..Output::default()
+    }
 }
 
 fn echo(args: &[String]) -> Output {
@@ -506,52 +520,4 @@ fn head_tail(name: &str, args: &[String], stdin: &[u8]) -> Output {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::apps::AppSet;
-    use std::sync::Arc;
-
-    fn dev() -> Mutex<Device> {
-        Mutex::new(Device::new(
-            Arc::new(AppSet::default_set().unwrap()),
-            "sim-1",
-        ))
-    }
-
-    fn sh(d: &Mutex<Device>, line: &str) -> (String, String, i32) {
-        let o = run(d, line);
-        (
-            String::from_utf8_lossy(&o.stdout).into(),
-            String::from_utf8_lossy(&o.stderr).into(),
-            o.code,
-        )
-    }
-
-    #[test]
-    fn coreutils_lists_and_exit_codes_work() {
-        let d = dev();
-        assert_eq!(
-            sh(&d, "echo hi; false; echo $?"),
-            ("hi\n1\n".into(), String::new(), 0)
-        );
-        assert_eq!(sh(&d, "false && echo no || echo yes").0, "yes\n");
-        assert_eq!(
-            sh(
-                &d,
-                "echo a > /sdcard/x.txt; echo b >> /sdcard/x.txt; cat /sdcard/x.txt"
-            )
-            .0,
-            "a\nb\n"
-        );
-        assert_eq!(sh(&d, "cat /sdcard/x.txt | grep b").0, "b\n");
-        let (_, err, code) = sh(&d, "frobnicate --now");
-        assert_eq!(code, 127);
-        assert!(
-            err.contains("frobnicate: inaccessible or not found"),
-            "{err}"
-        );
-        assert_eq!(sh(&d, "cat /nope").2, 1);
-        assert_eq!(sh(&d, "echo 'unterminated").2, 2);
-        assert_eq!(sh(&d, "ls /sdcard | head -n 1").0, "DCIM\n");
-    }
-}
+mod tests;
