@@ -1,6 +1,6 @@
 //! The state of one simulated phone (screens, settings, fields, files, properties) and what
 //! touches and keys do to it. Everything here is deterministic: same inputs, same screens.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::apps::{Action, AppSet};
@@ -34,7 +34,27 @@ pub struct Device {
     pub keyboard: bool,
     /// The last screenshot and the dump it was drawn from.
     pub shot_cache: Option<(String, Arc<Vec<u8>>)>,
+    /// What `logcat` shows: the last [`LOG_KEPT`] events (app starts, touches, keys, text).
+    pub log: VecDeque<LogEntry>,
+    log_seq: u64,
 }
+
+/// Log entries kept, oldest dropped first.
+pub const LOG_KEPT: usize = 2_000;
+
+/// One `logcat` line. Time is the simulator's own: 10 ms per event from 01-01 00:00:00, so
+/// the same inputs give the same log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    pub seq: u64,
+    pub pid: u32,
+    pub priority: char,
+    pub tag: &'static str,
+    pub message: String,
+}
+
+/// The process id the log names (system_server).
+pub const PID_SYSTEM: u32 = 1234;
 
 /// Android key codes the simulator acts on.
 pub mod keycode {
@@ -58,10 +78,17 @@ impl Device {
             ("ro.build.version.release", "14"),
             ("ro.build.version.sdk", "34"),
             ("ro.build.display.id", "DMSIM.240101.001"),
-            ("ro.build.type", "userdebug"),
+            ("ro.build.type", "user"),
+            ("ro.build.tags", "release-keys"),
+            ("ro.debuggable", "0"),
+            ("ro.secure", "1"),
+            ("ro.adb.secure", "1"),
+            ("ro.hardware", "sim"),
+            ("ro.product.cpu.abi", "arm64-v8a"),
+            ("ro.build.version.security_patch", "2026-01-05"),
             (
                 "ro.build.fingerprint",
-                "droidmesh/sim/sim:14/DMSIM.240101.001/1:userdebug/test-keys",
+                "droidmesh/sim/sim:14/DMSIM.240101.001/1:user/release-keys",
             ),
             ("ro.sf.lcd_density", "420"),
             ("ro.kernel.qemu", "0"),
@@ -88,7 +115,24 @@ impl Device {
             focus: None,
             keyboard: false,
             shot_cache: None,
+            log: VecDeque::new(),
+            log_seq: 0,
         }
+    }
+
+    /// Adds a line to the event log.
+    pub fn log(&mut self, priority: char, tag: &'static str, message: String) {
+        self.log_seq += 1;
+        if self.log.len() >= LOG_KEPT {
+            self.log.pop_front();
+        }
+        self.log.push_back(LogEntry {
+            seq: self.log_seq,
+            pid: PID_SYSTEM,
+            priority,
+            tag,
+            message,
+        });
     }
 
     pub fn top(&self) -> Frame {
@@ -186,11 +230,23 @@ impl Device {
                     });
                 }
                 self.leave_screen();
+                let (package, activity) = self.focus_component();
+                // Android shortens a component in its own package: `pkg/.Name`.
+                let activity = match activity.strip_prefix(package.as_str()) {
+                    Some(rest) if rest.starts_with('.') => rest.to_owned(),
+                    _ => activity,
+                };
+                self.log(
+                    'I',
+                    "ActivityTaskManager",
+                    format!("START u0 {{act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] flg=0x10200000 cmp={package}/{activity}}} from uid 2000"),
+                );
             }
         }
     }
 
     pub fn tap(&mut self, x: i32, y: i32) {
+        self.log('I', "droidmesh.input", format!("tap ({x}, {y})"));
         if y >= NAV_BAR_TOP {
             match x * 3 / WIDTH {
                 0 => self.back(),
@@ -272,6 +328,11 @@ impl Device {
     }
 
     pub fn swipe(&mut self, x1: i32, y1: i32, x2: i32, y2: i32, duration_ms: u64) {
+        self.log(
+            'I',
+            "droidmesh.input",
+            format!("swipe ({x1}, {y1}) -> ({x2}, {y2}) in {duration_ms} ms"),
+        );
         if (x2 - x1).abs() < 24 && (y2 - y1).abs() < 24 {
             if duration_ms >= 400 {
                 self.long_press(x1, y1);
@@ -291,7 +352,18 @@ impl Device {
 
     /// Types into the focused field, as `input text` does (nothing happens without focus).
     pub fn type_text(&mut self, text: &str) {
-        if let Some(key) = self.focused_field() {
+        // The log names the field and the length, never the text (it may be a secret).
+        let field = self.focused_field();
+        self.log(
+            'I',
+            "droidmesh.input",
+            format!(
+                "text: {} characters into {}",
+                text.chars().count(),
+                field.as_deref().unwrap_or("no focused field")
+            ),
+        );
+        if let Some(key) = field {
             self.fields.entry(key).or_default().push_str(text);
         }
     }
@@ -307,6 +379,7 @@ impl Device {
     }
 
     pub fn key(&mut self, code: u32) {
+        self.log('I', "droidmesh.input", format!("keyevent {code}"));
         match code {
             keycode::HOME => self.home(),
             keycode::BACK => self.back(),

@@ -50,6 +50,9 @@ pub enum AdbError {
     Timeout(String),
 }
 
+/// Longest one `adb` command of a test may take.
+pub const ADB_DEADLINE: Duration = Duration::from_secs(60);
+
 /// An adb server owned by the test, killed on drop.
 #[derive(Debug)]
 pub struct AdbServer {
@@ -88,14 +91,10 @@ impl AdbServer {
         }
     }
 
-    /// Runs `adb -P PORT ARGS...` against this server.
+    /// Runs `adb -P PORT ARGS...` against this server, with nothing on its stdin; an adb that
+    /// has not ended within [`ADB_DEADLINE`] is killed and reported as a timeout.
     pub fn adb(&self, args: &[&str]) -> Result<Output, AdbError> {
-        Command::new("adb")
-            .args(["-P", &self.port.to_string()])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(AdbError::Spawn)
+        self.adb_stdin(args, b"", ADB_DEADLINE)
     }
 
     /// Runs `adb -P PORT ARGS...` with `stdin` piped to it (then closed); kills it if it has

@@ -5,3 +5,4 @@ mod adb;
 mod determinism;
 mod flow;
 mod stdin;
+mod tools;

@@ -1,6 +1,8 @@
 //! Android's own commands: `input`, `am`, `monkey`, `pm`/`cmd package`, `dumpsys`,
-//! `settings`, `getprop`/`setprop`, `wm`, `svc`, `uiautomator` and `screencap`, with the
-//! output formats and error texts of a real phone.
+//! `settings`, `getprop`/`setprop`, `wm`, `svc`, `ime`, `logcat`, `uiautomator` and
+//! `screencap`, with the output formats and error texts of a user build of Android 14.
+//! `logcat` dumps the simulator's event log and ends (as `logcat -d`): a shell command here
+//! runs to completion, so it cannot follow the log.
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
@@ -16,15 +18,39 @@ pub fn command(
     args: &[String],
     stdin: &mut Input,
 ) -> Option<Output> {
-    let _ = stdin;
-    let dev = &mut *super::lock(device);
+    // A gesture's duration passes after the device is released, as the finger moves.
+    let mut hold = 0u64;
+    let out = {
+        let dev = &mut *super::lock(device);
+        android(dev, name, args, stdin, &mut hold)?
+    };
+    if hold > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(hold).min(super::MAX_SLEEP));
+    }
+    Some(out)
+}
+
+fn android(
+    dev: &mut Device,
+    name: &str,
+    args: &[String],
+    stdin: &mut Input,
+    hold: &mut u64,
+) -> Option<Output> {
     Some(match name {
-        "input" => input(dev, args),
+        "input" => {
+            let (out, ms) = input(dev, args);
+            *hold = ms;
+            out
+        }
         "am" => am(dev, args),
         "monkey" => monkey(dev, args),
-        "pm" => pm(dev, args),
+        "pm" => pm(dev, args, stdin),
+        "logcat" => logcat(dev, args),
+        "ime" => ime(args),
         "cmd" => match args.split_first() {
-            Some((svc, rest)) if svc == "package" => pm(dev, rest),
+            Some((svc, rest)) if svc == "package" => pm(dev, rest, stdin),
+            Some((svc, rest)) if svc == "input_method" => ime(rest),
             Some((svc, rest)) if svc == "settings" => settings(dev, rest),
             Some((svc, _)) => Output::fail(20, format!("cmd: Can't find service: {svc}")),
             None => Output::fail(
@@ -59,7 +85,8 @@ fn int(s: &str) -> Option<i32> {
 
 const INPUT_USAGE: &str = "Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]\n\nThe sources are:\n      keyboard\n      touchscreen\n\nThe commands and default sources are:\n      text <string> (Default: keyboard)\n      keyevent [--longpress|--doubletap] <key code number or name> ... (Default: keyboard)\n      tap <x> <y> (Default: touchscreen)\n      swipe <x1> <y1> <x2> <y2> [duration(ms)] (Default: touchscreen)\n      draganddrop <x1> <y1> <x2> <y2> [duration(ms)] (Default: touchscreen)\n      press (Default: trackball)\n";
 
-fn input(dev: &mut Device, args: &[String]) -> Output {
+/// `input ...`; also how long the gesture lasts (a swipe's duration), in ms.
+fn input(dev: &mut Device, args: &[String]) -> (Output, u64) {
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     if matches!(
         args.first(),
@@ -73,7 +100,7 @@ fn input(dev: &mut Device, args: &[String]) -> Output {
         args.drain(..args.len().min(2));
     }
     let bad = |msg: &str| Output::fail(1, format!("Error: {msg}\n{INPUT_USAGE}"));
-    match args.as_slice() {
+    let out = match args.as_slice() {
         ["tap", x, y] => match (int(x), int(y)) {
             (Some(x), Some(y)) => {
                 dev.tap(x, y);
@@ -87,7 +114,7 @@ fn input(dev: &mut Device, args: &[String]) -> Output {
             match (pts, dur) {
                 ((Some(x1), Some(y1), Some(x2), Some(y2)), Some(dur)) => {
                     dev.swipe(x1, y1, x2, y2, dur);
-                    Output::default()
+                    return (Output::default(), dur);
                 }
                 _ => bad("swipe needs numeric coordinates and duration"),
             }
@@ -100,7 +127,7 @@ fn input(dev: &mut Device, args: &[String]) -> Output {
             for code in codes.iter().filter(|c| !c.starts_with("--")) {
                 match keycode(code) {
                     Some(k) => dev.key(k),
-                    None => return bad(&format!("Unknown keycode: {code}")),
+                    None => return (bad(&format!("Unknown keycode: {code}")), 0),
                 }
             }
             Output::default()
@@ -108,7 +135,8 @@ fn input(dev: &mut Device, args: &[String]) -> Output {
         ["press"] => Output::default(),
         [] => Output::fail(1, INPUT_USAGE),
         [cmd, ..] => bad(&format!("Unknown command: {cmd}")),
-    }
+    };
+    (out, 0)
 }
 
 fn keycode(code: &str) -> Option<u32> {
@@ -178,6 +206,7 @@ fn am(dev: &mut Device, args: &[String]) -> Output {
         Some((sub, rest)) if sub == "start" || sub == "start-activity" => {
             let mut component = None;
             let mut action = None;
+            let wait = rest.iter().any(|a| a == "-W");
             let mut it = rest.iter();
             while let Some(a) = it.next() {
                 match a.as_str() {
@@ -200,8 +229,18 @@ fn am(dev: &mut Device, args: &[String]) -> Output {
             if let Some(c) = component {
                 return match resolve_component(dev, &c) {
                     Some((app, screen)) => {
+                        let cold = dev.top().app != app;
                         dev.launch(app, Some(screen));
-                        Output::ok(format!("Starting: Intent {{ cmp={c} }}\n"))
+                        let mut text = format!("Starting: Intent {{ cmp={c} }}\n");
+                        if wait {
+                            let (package, activity) = dev.focus_component();
+                            let state = if cold { "COLD" } else { "HOT" };
+                            let _ = write!(
+                                text,
+                                "Status: ok\nLaunchState: {state}\nActivity: {package}/{activity}\nTotalTime: 120\nWaitTime: 125\nComplete\n"
+                            );
+                        }
+                        Output::ok(text)
                     }
                     None => Output::fail(
                         1,
@@ -291,20 +330,97 @@ fn packages(dev: &Device) -> Vec<String> {
     all
 }
 
-fn pm(dev: &Device, args: &[String]) -> Output {
+/// An app's launcher activity as `resolve-activity --brief` prints it (`pkg/.Name`).
+fn launcher_activity(dev: &Device, package: &str) -> Option<String> {
+    let app = dev.apps.apps.get(dev.apps.app_index(package)?)?;
+    let first = app.screens.first()?;
+    let full = if first.activity.starts_with('.') {
+        format!("{package}{}", first.activity)
+    } else {
+        first.activity.clone()
+    };
+    Some(match full.strip_prefix(package) {
+        Some(rest) if rest.starts_with('.') => format!("{package}/{rest}"),
+        _ => format!("{package}/{full}"),
+    })
+}
+
+fn pm(dev: &Device, args: &[String], stdin: &mut Input) -> Output {
     match args.split_first() {
+        Some((cmd, rest)) if cmd == "resolve-activity" => {
+            let brief = rest.iter().any(|a| a == "--brief");
+            let mut it = rest.iter();
+            let mut package = None;
+            while let Some(a) = it.next() {
+                match a.as_str() {
+                    "-c" | "-a" | "--user" | "-d" | "-t" | "--components" => {
+                        it.next();
+                    }
+                    s if !s.starts_with('-') => package = Some(s),
+                    _ => {}
+                }
+            }
+            match package.and_then(|p| launcher_activity(dev, p)) {
+                Some(component) if brief => Output::ok(format!(
+                    "priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n{component}\n"
+                )),
+                Some(component) => Output::ok(format!(
+                    "Activity #0:\n  priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n  ActivityInfo:\n    name={}\n    packageName={}\n    enabled=true exported=true directBootAware=false\n",
+                    component.replace('/', ""),
+                    component.split('/').next().unwrap_or_default()
+                )),
+                None => Output::ok("No activity found\n"),
+            }
+        }
+        Some((cmd, rest)) if cmd == "install" || cmd == "install-create" => {
+            // `adb install` streams the APK here (`cmd package install -S SIZE`) and waits for
+            // the answer without closing its side: take the SIZE bytes it sends, then refuse.
+            let size = rest
+                .iter()
+                .position(|a| a == "-S")
+                .and_then(|i| rest.get(i + 1))
+                .and_then(|n| n.parse::<usize>().ok());
+            let received = match size {
+                Some(n) => format!(" (received {} bytes)", stdin.take(n).len()),
+                None => String::new(),
+            };
+            Output::fail(
+                1,
+                format!(
+                    "Failure [INSTALL_FAILED_INTERNAL_ERROR: the simulated phone cannot install APKs{received}; its apps are defined in the simulator's app set]"
+                ),
+            )
+        }
+        Some((cmd, rest)) if cmd == "uninstall" => match rest.last() {
+            Some(p) if packages(dev).contains(p) => {
+                Output::fail(1, "Failure [DELETE_FAILED_INTERNAL_ERROR]")
+            }
+            _ => Output::fail(1, "Failure [DELETE_FAILED_INTERNAL_ERROR]"),
+        },
+        Some((cmd, rest)) if cmd == "clear" => match rest.last() {
+            Some(p) if packages(dev).contains(p) => Output::ok("Success\n"),
+            _ => Output::fail(1, "Error: package not found"),
+        },
         Some((list, rest)) if list == "list" && rest.first().is_some_and(|p| p == "packages") => {
             let filter = rest.iter().skip(1).find(|a| !a.starts_with('-'));
             let third_party = rest.iter().any(|a| a == "-3");
+            let system = rest.iter().any(|a| a == "-s");
+            let files = rest.iter().any(|a| a == "-f");
             let mut out = String::new();
             for p in packages(dev) {
                 if filter.is_some_and(|f| !p.contains(f.as_str())) {
                     continue;
                 }
-                if third_party && !p.starts_with("com.droidmesh") {
+                let own = p.starts_with("com.droidmesh");
+                if third_party && !own || system && own {
                     continue;
                 }
-                let _ = writeln!(out, "package:{p}");
+                if files {
+                    let dir = if own { "/data/app" } else { "/system/app" };
+                    let _ = writeln!(out, "package:{dir}/{p}-1/base.apk={p}");
+                } else {
+                    let _ = writeln!(out, "package:{p}");
+                }
             }
             Output::ok(out)
         }
@@ -319,7 +435,7 @@ fn pm(dev: &Device, args: &[String]) -> Output {
         },
         _ => Output::fail(
             1,
-            "usage: pm list packages [-3] [FILTER]\n       pm path PACKAGE",
+            "usage: pm list packages [-3] [-s] [-f] [FILTER]\n       pm path PACKAGE\n       pm resolve-activity [--brief] [-c CATEGORY] PACKAGE\n       pm install|uninstall|clear ...",
         ),
     }
 }
@@ -338,9 +454,17 @@ fn dumpsys(dev: &Device, args: &[String]) -> Output {
             dev.keyboard, dev.keyboard, dev.keyboard
         )),
         Some("activity") => Output::ok(format!(
-            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n  mResumedActivity: ActivityRecord{{{:x} u0 {package}/{activity} t7}}\n",
-            hash + 1
+            "ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)\n  mResumedActivity: ActivityRecord{{{h:x} u0 {package}/{activity} t7}}\n  topResumedActivity=ActivityRecord{{{h:x} u0 {package}/{activity} t7}}\n",
+            h = hash + 1
         )),
+        Some("package") => match args.get(1) {
+            Some(p) if packages(dev).contains(p) => Output::ok(format!(
+                "Packages:\n  Package [{p}] ({:x}):\n    versionCode=34 minSdk=34 targetSdk=34\n    versionName=14\n    flags=[ HAS_CODE ALLOW_CLEAR_USER_DATA ]\n",
+                hash + 2
+            )),
+            Some(p) => Output::ok(format!("Unable to find package: {p}\n")),
+            None => Output::ok("Packages:\n"),
+        },
         Some("battery") => Output::ok(format!(
             "Current Battery Service state:\n  AC powered: false\n  USB powered: true\n  level: {}\n  scale: 100\n",
             dev.props
@@ -395,6 +519,106 @@ fn settings(dev: &mut Device, args: &[String]) -> Output {
         _ => Err(Output::fail(1, usage)),
     };
     result.unwrap_or_else(|e| e)
+}
+
+/// `ime list -s` and friends: one keyboard, always enabled.
+fn ime(args: &[String]) -> Output {
+    const LATIN: &str = "com.android.inputmethod.latin/.LatinIME";
+    match args.first().map(String::as_str) {
+        Some("list") => Output::ok(format!("{LATIN}\n")),
+        Some("enable" | "set") => {
+            Output::ok(format!("Input method {LATIN} selected for user #0\n"))
+        }
+        Some("disable") => Output::fail(1, format!("Input method {LATIN} cannot be disabled")),
+        _ => Output::fail(
+            1,
+            "usage: ime list [-a] [-s] | enable ID | disable ID | set ID",
+        ),
+    }
+}
+
+/// Log priorities from least to most severe.
+const PRIORITIES: &str = "VDIWEFS";
+
+/// `logcat`: the event log in `threadtime` (default), `brief`, `time`, `tag` or `raw` format;
+/// `-c` clears, `-t N` keeps the last N lines, `-s TAG` and `TAG:P *:S` filter.
+fn logcat(dev: &mut Device, args: &[String]) -> Output {
+    let mut format = "threadtime".to_owned();
+    let mut last: Option<usize> = None;
+    let mut specs: Vec<(String, char)> = Vec::new();
+    let mut silent_rest = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-c" => {
+                dev.log.clear();
+                return Output::default();
+            }
+            "-d" | "-D" | "--dump" => {}
+            "-v" => format = it.next().cloned().unwrap_or_default(),
+            "-b" | "-e" | "--pid" | "-r" | "-n" | "-f" => {
+                it.next();
+            }
+            "-t" | "-T" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(n) => last = Some(n),
+                None => return Output::fail(1, "logcat: -t needs a line count"),
+            },
+            "-s" => silent_rest = true,
+            s if s.starts_with('-') => {
+                return Output::fail(1, format!("logcat: unknown option -- '{s}'"));
+            }
+            spec => {
+                let (tag, p) = spec.split_once(':').unwrap_or((spec, "V"));
+                let p = p.chars().next().unwrap_or('V').to_ascii_uppercase();
+                if !PRIORITIES.contains(p) {
+                    return Output::fail(1, format!("Invalid filter expression '{spec}'"));
+                }
+                specs.push((tag.to_owned(), p));
+            }
+        }
+    }
+    if silent_rest {
+        specs.push(("*".into(), 'S'));
+    }
+    let level = |p: char| PRIORITIES.find(p).unwrap_or(0);
+    let shown = |e: &crate::device::LogEntry| {
+        let min = specs
+            .iter()
+            .find(|(t, _)| t == e.tag)
+            .or_else(|| specs.iter().find(|(t, _)| t == "*"))
+            .map_or('V', |(_, p)| *p);
+        min != 'S' && level(e.priority) >= level(min)
+    };
+    let lines: Vec<&crate::device::LogEntry> = dev.log.iter().filter(|e| shown(e)).collect();
+    let skip = last.map_or(0, |n| lines.len().saturating_sub(n));
+    let mut out = String::from("--------- beginning of main\n");
+    for e in &lines[skip..] {
+        let ms = e.seq * 10;
+        let time = format!(
+            "01-01 {:02}:{:02}:{:02}.{:03}",
+            ms / 3_600_000 % 24,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000
+        );
+        let tid = e.pid + 16;
+        let _ = match format.as_str() {
+            "brief" => writeln!(out, "{}/{}({:>5}): {}", e.priority, e.tag, e.pid, e.message),
+            "time" => writeln!(
+                out,
+                "{time} {}/{}({:>5}): {}",
+                e.priority, e.tag, e.pid, e.message
+            ),
+            "tag" => writeln!(out, "{}/{}: {}", e.priority, e.tag, e.message),
+            "raw" => writeln!(out, "{}", e.message),
+            _ => writeln!(
+                out,
+                "{time} {:>5} {:>5} {} {}: {}",
+                e.pid, tid, e.priority, e.tag, e.message
+            ),
+        };
+    }
+    Output::ok(out)
 }
 
 fn getprop(dev: &Device, args: &[String]) -> Output {

@@ -91,6 +91,13 @@ impl Input {
         self.buf.drain(..).collect()
     }
 
+    /// Up to `n` bytes: fewer only at end of input.
+    pub fn take(&mut self, n: usize) -> Vec<u8> {
+        while self.buf.len() < n && self.fill() {}
+        let n = n.min(self.buf.len());
+        self.buf.drain(..n).collect()
+    }
+
     /// True if nothing more will come (and nothing is buffered). Blocks until that is known.
     pub fn at_end(&mut self) -> bool {
         self.buf.is_empty() && !self.fill()
