@@ -112,7 +112,10 @@ async fn a_task_is_one_trace_across_the_processes() {
             reply("```javascript\nopen_app('Settings')\n```"),
             reply("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
             reply("```javascript\nopen_app('Notes')\n```"),
-            reply("```javascript\nconst f = ui_state.find(e => e.editable);\ntype_secret('PIN', f.index);\ncomplete(true, 'typed')\n```"),
+            reply("```javascript\nconst f = ui_state.find(e => e.editable);\ntype_secret('PIN', f.index);\n```"),
+            // A later step: the model sees the screen with the secret typed into it.
+            reply("```javascript\nconst g = ui_state.find(e => e.editable);\nconsole.log('field shows', g.text);\n```"),
+            reply("```javascript\ncomplete(true, 'typed')\n```"),
         ],
         &env,
     )
@@ -182,6 +185,27 @@ async fn a_task_is_one_trace_across_the_processes() {
     )
     .await;
     assert!(completed(&events).success, "{events:#?}");
+    // After the secret was typed, two more steps ran: no model request, event or span holds it
+    // (the device service reports the field masked for the rest of the lease).
+    let requests = mesh.llm.requests();
+    let after: Vec<String> = requests[requests.len() - 2..]
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    for body in &after {
+        assert!(
+            !body.contains(SECRET),
+            "a later model request holds the secret: {body}"
+        );
+    }
+    assert!(
+        after[0].contains("\\u2022") || after[0].contains('\u{2022}'),
+        "the next step's screen does not show the field masked: {}",
+        after[0]
+    );
+    let shown = format!("{events:?}");
+    assert!(!shown.contains(SECRET), "an event holds the secret");
+    assert!(shown.contains("field shows"), "the later step did not run");
     let typed_secret = |spans: &[Got]| {
         spans.iter().any(|g| {
             g.service == "droidmesh-executor"
