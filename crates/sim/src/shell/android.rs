@@ -351,15 +351,24 @@ fn pm(dev: &Device, args: &[String], stdin: &mut Input) -> Output {
             let brief = rest.iter().any(|a| a == "--brief");
             let mut it = rest.iter();
             let mut package = None;
+            let mut home = false;
             while let Some(a) = it.next() {
                 match a.as_str() {
-                    "-c" | "-a" | "--user" | "-d" | "-t" | "--components" => {
+                    "-c" => {
+                        home |= it
+                            .next()
+                            .is_some_and(|c| c == "android.intent.category.HOME")
+                    }
+                    "-a" | "--user" | "-d" | "-t" | "--components" => {
                         it.next();
                     }
                     s if !s.starts_with('-') => package = Some(s),
                     _ => {}
                 }
             }
+            // No package and the HOME category: the launcher.
+            let launcher = dev.apps.apps.first().map(|a| a.package.as_str());
+            let package = package.or(if home { launcher } else { None });
             match package.and_then(|p| launcher_activity(dev, p)) {
                 Some(component) if brief => Output::ok(format!(
                     "priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\n{component}\n"

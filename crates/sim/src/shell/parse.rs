@@ -61,6 +61,11 @@ pub enum Command {
         cond: Vec<Pipeline>,
         body: Vec<Pipeline>,
     },
+    /// `case WORD in PATTERN|PATTERN) LIST ;; ... esac`
+    Case {
+        word: Word,
+        arms: Vec<(Vec<Word>, Vec<Pipeline>)>,
+    },
     /// `if C; then B; elif C; then B; else B; fi`
     If {
         arms: Vec<(Vec<Pipeline>, Vec<Pipeline>)>,
@@ -229,9 +234,11 @@ fn tokenize(line: &str) -> Result<Vec<Tok>, ParseError> {
             '\n' | ';' => {
                 flush(&mut toks, &mut word, &mut in_word, &mut quoted);
                 if c == ';' && chars.peek() == Some(&';') {
-                    return Err(ParseError::Syntax("unexpected ';;'".into()));
+                    chars.next();
+                    toks.push(Tok::Op(";;"));
+                } else {
+                    toks.push(Tok::Op(";"));
                 }
-                toks.push(Tok::Op(";"));
             }
             '#' if !in_word => {
                 // A comment runs to the end of the line.
@@ -244,9 +251,7 @@ fn tokenize(line: &str) -> Result<Vec<Tok>, ParseError> {
             }
             '(' | ')' => {
                 flush(&mut toks, &mut word, &mut in_word, &mut quoted);
-                return Err(ParseError::Syntax(format!(
-                    "unexpected '{c}': subshells are not supported"
-                )));
+                toks.push(Tok::Op(if c == '(' { "(" } else { ")" }));
             }
             '|' | '&' | '>' | '<' => {
                 // A redirect's file descriptor: the word so far is exactly "1" or "2".
@@ -441,6 +446,12 @@ impl Parser {
         let mut join = Join::Always;
         loop {
             self.skip_separators();
+            if matches!(self.peek(), Some(Tok::Op(";;"))) && stops.contains(&"esac") {
+                if join != Join::Always {
+                    return Err(ParseError::Syntax("unexpected ';;'".into()));
+                }
+                return Ok(out);
+            }
             match self.keyword() {
                 Some(k) if stops.contains(&k) => {
                     if join != Join::Always {
@@ -462,6 +473,9 @@ impl Parser {
             let mut p = self.pipeline()?;
             p.join = join;
             out.push(p);
+            if matches!(self.peek(), Some(Tok::Op(";;"))) && stops.contains(&"esac") {
+                return Ok(out);
+            }
             join = match self.peek() {
                 Some(Tok::Op("&&")) => Join::And,
                 Some(Tok::Op("||")) => Join::Or,
@@ -580,13 +594,65 @@ impl Parser {
                 }
                 Command::If { arms, otherwise }
             }
+            Some("case") => {
+                self.at += 1;
+                let word = match self.peek() {
+                    Some(Tok::Word(w, _)) => w.clone(),
+                    None => return Err(incomplete("'case' needs a word")),
+                    _ => return Err(ParseError::Syntax("'case' needs a word".into())),
+                };
+                self.at += 1;
+                self.expect("in")?;
+                let mut arms = Vec::new();
+                loop {
+                    self.skip_separators();
+                    if self.keyword() == Some("esac") {
+                        self.at += 1;
+                        break;
+                    }
+                    if matches!(self.peek(), Some(Tok::Op("("))) {
+                        self.at += 1;
+                    }
+                    let mut patterns = Vec::new();
+                    loop {
+                        match self.peek() {
+                            Some(Tok::Word(w, _)) => patterns.push(w.clone()),
+                            None => return Err(incomplete("a 'case' pattern needs ')'")),
+                            _ => return Err(ParseError::Syntax("bad 'case' pattern".into())),
+                        }
+                        self.at += 1;
+                        match self.peek() {
+                            Some(Tok::Op("|")) => self.at += 1,
+                            Some(Tok::Op(")")) => {
+                                self.at += 1;
+                                break;
+                            }
+                            None => return Err(incomplete("a 'case' pattern needs ')'")),
+                            _ => {
+                                return Err(ParseError::Syntax(
+                                    "a 'case' pattern needs ')'".into(),
+                                ));
+                            }
+                        }
+                    }
+                    let body = self.nested(|p| p.list(&["esac"]))?;
+                    arms.push((patterns, body));
+                    if matches!(self.peek(), Some(Tok::Op(";;"))) {
+                        self.at += 1;
+                    } else {
+                        self.expect("esac")?;
+                        break;
+                    }
+                }
+                Command::Case { word, arms }
+            }
             Some("{") => {
                 self.at += 1;
                 let body = self.nested(|p| p.list(&["}"]))?;
                 self.expect("}")?;
                 Command::Group(body, Vec::new())
             }
-            Some(k @ ("then" | "elif" | "else" | "fi" | "do" | "done" | "in" | "}")) => {
+            Some(k @ ("then" | "elif" | "else" | "fi" | "do" | "done" | "in" | "}" | "esac")) => {
                 return Err(ParseError::Syntax(format!("unexpected '{k}'")));
             }
             _ => Command::Simple(self.simple()?),

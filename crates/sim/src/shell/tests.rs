@@ -110,6 +110,28 @@ fn loops_conditionals_variables_and_substitution_run() {
         "3\n"
     );
     assert_eq!(out(&d, "! false && echo negated"), "negated\n");
+    // How tools pick a launcher component: `case` on the resolved line.
+    assert_eq!(
+        out(
+            &d,
+            "comp=$(cmd package resolve-activity --brief -a android.intent.action.MAIN -c android.intent.category.LAUNCHER 'com.android.settings' 2>/dev/null | tail -n 1); case \"$comp\" in */*) am start --user 0 -n \"$comp\" ;; *) echo none ;; esac"
+        ),
+        "Starting: Intent { cmp=com.android.settings/.Settings }\n"
+    );
+    assert_eq!(
+        out(
+            &d,
+            "for f in a.txt b.png c; do case $f in *.txt|*.md) echo text;; *.p?g) echo image;; *) echo other;; esac; done"
+        ),
+        "text\nimage\nother\n"
+    );
+    assert_eq!(
+        out(
+            &d,
+            "cmd package resolve-activity --brief -c android.intent.category.HOME | tail -n 1"
+        ),
+        "com.android.launcher3/.uioverrides.QuickstepLauncher\n"
+    );
     assert_eq!(sh(&d, "echo $((7 / 0))").2, 1);
     // `exit` ends the line at once, with its status.
     assert_eq!(
