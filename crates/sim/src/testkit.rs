@@ -213,3 +213,20 @@ impl Drop for AdbServer {
         let _ = self.child.wait();
     }
 }
+
+/// One simulated phone on loopback, a private adb server, and the phone's serial once adb lists
+/// it as `device`.
+pub async fn one_phone() -> Result<(crate::SimFleet, AdbServer, String), String> {
+    let fleet = crate::start(crate::SimOptions {
+        host: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        base_port: 0,
+        devices: 1,
+        ..crate::SimOptions::default()
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let adb = AdbServer::start().map_err(|e| e.to_string())?;
+    let addr = *fleet.addrs().first().ok_or("the fleet has no phone")?;
+    let serial = adb.connect(addr).map_err(|e| e.to_string())?;
+    Ok((fleet, adb, serial))
+}

@@ -3,22 +3,7 @@
 //! ends at `exit N` or end of input with that status. Also the services a user build refuses.
 use std::time::Duration;
 
-use droidmesh_sim::testkit::{AdbServer, require_adb};
-use droidmesh_sim::{SimFleet, SimOptions};
-
-async fn one() -> (SimFleet, AdbServer, String) {
-    let fleet = droidmesh_sim::start(SimOptions {
-        host: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-        base_port: 0,
-        devices: 1,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let adb = AdbServer::start().unwrap();
-    let serial = adb.connect(fleet.addrs()[0]).unwrap();
-    (fleet, adb, serial)
-}
+use droidmesh_sim::testkit::{one_phone, require_adb};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -31,7 +16,7 @@ async fn piped_stdin_reaches_commands_and_scripts_end_with_their_status() {
     if !require_adb("piped_stdin_reaches_commands_and_scripts_end_with_their_status") {
         return;
     }
-    let (_fleet, adb, s) = one().await;
+    let (_fleet, adb, s) = one_phone().await.unwrap();
     // `echo x | adb shell cat`
     let out = adb
         .adb_stdin(&["-s", &s, "shell", "cat"], b"x\n", LIMIT)
@@ -102,7 +87,7 @@ async fn services_a_user_build_refuses_say_so() {
     if !require_adb("services_a_user_build_refuses_say_so") {
         return;
     }
-    let (_fleet, adb, s) = one().await;
+    let (_fleet, adb, s) = one_phone().await.unwrap();
     let out = adb.adb(&["-s", &s, "root"]).unwrap();
     let said = text(&out.stdout) + &text(&out.stderr);
     assert!(

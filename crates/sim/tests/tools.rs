@@ -3,22 +3,7 @@
 //! list, installs refused clearly, gestures that take their duration, password fields masked.
 use std::time::{Duration, Instant};
 
-use droidmesh_sim::testkit::{AdbServer, require_adb};
-use droidmesh_sim::{SimFleet, SimOptions};
-
-async fn one() -> (SimFleet, AdbServer, String) {
-    let fleet = droidmesh_sim::start(SimOptions {
-        host: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-        base_port: 0,
-        devices: 1,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let adb = AdbServer::start().unwrap();
-    let serial = adb.connect(fleet.addrs()[0]).unwrap();
-    (fleet, adb, serial)
-}
+use droidmesh_sim::testkit::{one_phone, require_adb};
 
 /// The centre of the node whose resource-id ends with `id`, from a uiautomator dump.
 fn centre(dump: &str, id: &str) -> (i32, i32) {
@@ -40,7 +25,7 @@ async fn tools_for_real_phones_work_unchanged() {
     if !require_adb("tools_for_real_phones_work_unchanged") {
         return;
     }
-    let (_fleet, adb, s) = one().await;
+    let (_fleet, adb, s) = one_phone().await.unwrap();
     let sh = |cmd: &str| adb.shell(&s, cmd).unwrap();
 
     // How DroidRun-style tools open an app: resolve the launcher activity, then start it.
