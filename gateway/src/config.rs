@@ -1,6 +1,9 @@
 //! The gateway's settings (`[gateway]` in droidmesh.toml) and where its peers listen.
 use serde::Deserialize;
 
+/// The most steps a task may be given: agents refuse more (a step is a model call).
+pub const MAX_STEPS_CEILING: u32 = 10_000;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatewayConfig {
@@ -96,6 +99,12 @@ impl GatewayConfig {
                 self.lease_ttl_ms
             ));
         }
+        if self.max_steps_limit > MAX_STEPS_CEILING {
+            return Err(format!(
+                "gateway.max_steps_limit must be at most {MAX_STEPS_CEILING} (what agents accept), got {}",
+                self.max_steps_limit
+            ));
+        }
         if self.device_poll_ms == 0 {
             return Err("gateway.device_poll_ms must be at least 1".into());
         }
@@ -148,4 +157,25 @@ pub struct Peers {
     pub manager: String,
     pub scripter: String,
     pub text_manipulator: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_limit_above_what_agents_accept_is_refused() {
+        assert_eq!(GatewayConfig::default().validate(), Ok(()));
+        let cfg = GatewayConfig {
+            max_steps_limit: 20_000,
+            ..GatewayConfig::default()
+        };
+        assert_eq!(
+            cfg.validate(),
+            Err(
+                "gateway.max_steps_limit must be at most 10000 (what agents accept), got 20000"
+                    .into()
+            )
+        );
+    }
 }

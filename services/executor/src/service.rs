@@ -21,12 +21,16 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::codeact::{Run, Steer};
-
-/// Steering messages waiting for the run to take them.
-const STEER_QUEUE: usize = 32;
 use crate::config::ExecutorConfig;
 use crate::error::{ExecutorError, to_status};
 use crate::subgoal::execute_subgoal;
+
+/// Steering messages waiting for the run to take them.
+const STEER_QUEUE: usize = 32;
+/// Longest wait for a CodeAct stream's `start` message.
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Most steps one CodeAct run may ask for (each is a model call).
+pub const MAX_STEPS_CEILING: u32 = 10_000;
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<AgentEvent, Status>> + Send>>;
 
@@ -106,7 +110,15 @@ impl Executor {
         &self,
         mut input: Streaming<CodeActInput>,
     ) -> Result<Response<EventStream>, ExecutorError> {
-        let start = match input.next().await {
+        let first = tokio::time::timeout(START_WAIT, input.next())
+            .await
+            .map_err(|_| {
+                ExecutorError::InvalidRequest(format!(
+                    "no `start` message within {} s of opening the stream",
+                    START_WAIT.as_secs()
+                ))
+            })?;
+        let start = match first {
             Some(Ok(CodeActInput {
                 kind: Some(code_act_input::Kind::Start(s)),
             })) => s,
@@ -124,6 +136,12 @@ impl Executor {
         };
         if start.goal.trim().is_empty() {
             return Err(ExecutorError::InvalidRequest("goal is empty".into()));
+        }
+        if start.max_steps > MAX_STEPS_CEILING {
+            return Err(ExecutorError::InvalidRequest(format!(
+                "max_steps must be at most {MAX_STEPS_CEILING}, got {}",
+                start.max_steps
+            )));
         }
         let (device, _lease) = self.device_for(start.device.as_ref())?;
         let (tx, rx) = mpsc::channel(64);

@@ -408,3 +408,80 @@ async fn a_request_for_help_nobody_answers_ends_the_run_at_the_deadline() {
     )));
     assert_eq!(rig.llm.request_count(), 1);
 }
+
+/// Opens a CodeAct stream whose first messages are `first` (then closed) and returns the RPC's
+/// refusal.
+async fn refused(rig: &Rig, first: Vec<CodeActInput>) -> tonic::Status {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    for m in first {
+        tx.send(m).await.unwrap();
+    }
+    drop(tx);
+    let mut exec = rig.executor.clone();
+    let input = tokio_stream::wrappers::ReceiverStream::new(rx);
+    match exec.run_code_act(input).await {
+        Ok(_) => panic!("the stream was accepted"),
+        Err(s) => s,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_code_act_streams_are_refused_before_anything_runs() {
+    let rig = rig(vec![]).await;
+    let (_device, lease) = rig.lease().await;
+    let start = |adjust: fn(&mut CodeActStart)| {
+        let mut s = CodeActStart {
+            task_id: "t-bad".into(),
+            goal: "Open Settings".into(),
+            device: Some(DeviceBinding {
+                endpoint: rig.device_ep.clone(),
+                lease: Some(lease.clone()),
+            }),
+            max_steps: 5,
+            ..CodeActStart::default()
+        };
+        adjust(&mut s);
+        CodeActInput {
+            kind: Some(code_act_input::Kind::Start(s)),
+        }
+    };
+    let cases: Vec<(&str, Vec<CodeActInput>, &str)> = vec![
+        (
+            "no message",
+            vec![],
+            "the input stream closed before `start`",
+        ),
+        (
+            "a reply before start",
+            vec![CodeActInput {
+                kind: Some(code_act_input::Kind::HumanReply("hi".into())),
+            }],
+            "the first message must be `start`",
+        ),
+        (
+            "empty goal",
+            vec![start(|s| s.goal = " \n".into())],
+            "goal is empty",
+        ),
+        (
+            "too many steps",
+            vec![start(|s| s.max_steps = 1_000_000)],
+            "max_steps must be at most 10000, got 1000000",
+        ),
+        ("no device", vec![start(|s| s.device = None)], "device"),
+    ];
+    for (name, first, says) in cases {
+        let s = refused(&rig, first).await;
+        assert_eq!(s.code(), tonic::Code::InvalidArgument, "{name}: {s:?}");
+        assert!(
+            s.message().contains(says),
+            "{name}: '{}' does not say '{says}'",
+            s.message()
+        );
+    }
+    assert_eq!(
+        rig.llm.request_count(),
+        0,
+        "a refused stream called the model"
+    );
+}
