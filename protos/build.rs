@@ -9,6 +9,7 @@ const FILES: &[&str] = &[
     "droidmesh/v1/device.proto",
     "droidmesh/v1/agents.proto",
     "droidmesh/v1/gateway.proto",
+    "droidmesh/v1/replica.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -22,4 +22,5 @@ pub mod service_names {
     pub const SCRIPTER: &str = "droidmesh.v1.ScripterService";
     pub const TEXT_MANIPULATOR: &str = "droidmesh.v1.TextManipulatorService";
     pub const GATEWAY: &str = "droidmesh.v1.Gateway";
+    pub const REPLICA: &str = "droidmesh.v1.ReplicaService";
 }

@@ -1,15 +1,17 @@
 //! The gRPC client stack: lazy channels with connect and request timeouts, client-side
-//! balancing over several endpoints (gRPC connections are long-lived, so an L4 balancer alone
-//! does not spread load), and W3C trace-context injection.
+//! balancing over the replicas endpoints resolve to (gRPC connections are long-lived, so an L4
+//! balancer alone does not spread load; see [`crate::balance`]), and W3C trace-context
+//! injection.
+use crate::balance::{Discovery, MeshChannel, Target};
 use crate::error::{Result, RuntimeError};
 use crate::trace_context::TraceContextInjector;
 use std::time::Duration;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 
 /// A channel that injects trace context into every call. Generated clients take it through
 /// `XxxClient::new(channel)`.
-pub type TracedChannel = InterceptedService<Channel, TraceContextInjector>;
+pub type TracedChannel = InterceptedService<MeshChannel, TraceContextInjector>;
 
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -22,6 +24,8 @@ pub struct ClientOptions {
     /// A ping not answered within this closes the connection: every call on it fails as
     /// UNAVAILABLE (see [`crate::peer`]).
     pub keepalive_timeout: Duration,
+    /// How names are resolved and replicas watched when an endpoint needs balancing.
+    pub discovery: Discovery,
 }
 
 impl Default for ClientOptions {
@@ -31,13 +35,26 @@ impl Default for ClientOptions {
             request_timeout: None,
             keepalive: Duration::from_secs(5),
             keepalive_timeout: Duration::from_secs(10),
+            discovery: Discovery::default(),
         }
     }
 }
 
-/// Builds a lazily connecting channel to one endpoint or, given a comma-separated list, a
-/// channel balanced across all of them.
+/// Builds a lazily connecting channel: to one address given one address, else balanced over
+/// every address the endpoints (comma-separated; names or addresses) resolve to, resolved
+/// again as [`Discovery`] says. Makes no network call; must be called in a tokio runtime.
 pub fn connect(endpoints: &str, opts: &ClientOptions) -> Result<TracedChannel> {
+    connect_mesh(endpoints, opts).map(traced)
+}
+
+/// Adds trace-context injection to a channel.
+pub fn traced(channel: MeshChannel) -> TracedChannel {
+    InterceptedService::new(channel, TraceContextInjector)
+}
+
+/// [`connect`] without trace-context injection, for callers that also want to look at the
+/// channel's replicas ([`MeshChannel::replicas`]).
+pub fn connect_mesh(endpoints: &str, opts: &ClientOptions) -> Result<MeshChannel> {
     let list: Vec<&str> = endpoints
         .split(',')
         .map(str::trim)
@@ -49,16 +66,26 @@ pub fn connect(endpoints: &str, opts: &ClientOptions) -> Result<TracedChannel> {
             reason: "no endpoint given".to_owned(),
         });
     }
-    let mut built = Vec::with_capacity(list.len());
-    for raw in list {
-        built.push(endpoint(raw, opts)?);
+    let mut targets = Vec::with_capacity(list.len());
+    for raw in &list {
+        // Checks the endpoint's options as well as its form, naming the endpoint.
+        endpoint(raw, opts)?;
+        targets.push(Target::parse(raw)?);
     }
-    let channel = if built.len() == 1 {
-        built.remove(0).connect_lazy()
-    } else {
-        Channel::balance_list(built.into_iter())
+    let channel = match targets.as_slice() {
+        [one] if one.is_literal() => MeshChannel::direct(endpoint(list[0], opts)?),
+        _ => {
+            let replica_opts = opts.clone();
+            let scheme = targets[0].scheme.clone();
+            MeshChannel::balanced(
+                endpoints.trim(),
+                targets,
+                opts.discovery.clone(),
+                Box::new(move |addr| endpoint(&format!("{scheme}://{addr}"), &replica_opts).ok()),
+            )
+        }
     };
-    Ok(InterceptedService::new(channel, TraceContextInjector))
+    Ok(channel)
 }
 
 /// Channels to the endpoints a service is told to call (a device service named in each

@@ -2,16 +2,20 @@
 //! with optional OTLP export, the gRPC server bootstrap (health, reflection, trace context,
 //! graceful drain) and the gRPC client stack (timeouts, balancing, trace context).
 
+pub mod balance;
 pub mod client;
 pub mod config;
+mod counted;
 mod error;
+pub mod load;
 pub mod peer;
 pub mod server;
 pub mod telemetry;
 pub mod trace_context;
 
-pub use client::{ChannelCache, ClientOptions, TracedChannel, connect};
+pub use client::{ChannelCache, ClientOptions, TracedChannel, connect, connect_mesh, traced};
 pub use config::{ConfigSource, Validate, load_config};
 pub use error::{Result, RuntimeError};
+pub use load::LoadState;
 pub use server::{ServeOptions, serve, shutdown_signal};
 pub use telemetry::{Telemetry, TelemetryOptions, init_telemetry};

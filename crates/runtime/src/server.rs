@@ -1,9 +1,11 @@
 //! The server bootstrap every droidmesh service uses: gRPC health (per service and overall),
-//! reflection v1 and v1alpha, a trace-context span per RPC, and a graceful drain with a
-//! deadline on shutdown.
+//! reflection v1 and v1alpha, the load report balancing clients read, a trace-context span per
+//! RPC, and a graceful drain with a deadline on shutdown.
 use crate::error::{Result, RuntimeError};
+use crate::load::{InFlightLayer, LoadReporter, LoadState};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::service::Routes;
@@ -18,6 +20,12 @@ pub struct ServeOptions {
     pub services: Vec<String>,
     /// How long in-flight RPCs may run after shutdown is requested.
     pub drain_timeout: Duration,
+    /// How long the server keeps taking calls after shutdown is requested while it already
+    /// reports NOT_SERVING and draining, so balancing clients notice before it stops
+    /// accepting (their probe interval, or the time an orchestrator takes to stop routing).
+    pub drain_notice: Duration,
+    /// Work in progress, reported by `ReplicaService/GetLoad`; shared so the owner can read it.
+    pub load: Arc<LoadState>,
 }
 
 impl ServeOptions {
@@ -26,6 +34,8 @@ impl ServeOptions {
             name: name.to_owned(),
             services: services.iter().map(|s| (*s).to_owned()).collect(),
             drain_timeout: Duration::from_secs(10),
+            drain_notice: Duration::ZERO,
+            load: Arc::default(),
         }
     }
 }
@@ -34,8 +44,8 @@ const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
 const REFLECTION_V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
 
-/// A reflection builder that advertises exactly what this port serves: `services`, health and
-/// the reflection service itself. Every droidmesh type stays resolvable by symbol, so a
+/// A reflection builder that advertises exactly what this port serves: `services`, health, the
+/// load report and the reflection service itself. Every droidmesh type stays resolvable by symbol, so a
 /// client can still describe a message it meets in a served method.
 fn reflection(
     services: &[String],
@@ -45,6 +55,7 @@ fn reflection(
         .register_encoded_file_descriptor_set(droidmesh_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .with_service_name(HEALTH)
+        .with_service_name(droidmesh_proto::service_names::REPLICA)
         .with_service_name(reflection_service);
     for service in services {
         builder = builder.with_service_name(service.as_str());
@@ -98,8 +109,10 @@ where
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let router = tonic::transport::Server::builder()
         .trace_fn(move |req| crate::trace_context::server_span(&span_name, req))
+        .layer(InFlightLayer(Arc::clone(&opts.load)))
         .add_routes(routes)
         .add_service(health)
+        .add_service(LoadReporter(Arc::clone(&opts.load)).server())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
     let serving = router.serve_with_incoming_shutdown(
@@ -117,7 +130,7 @@ where
         }
         () = shutdown => {}
     }
-    tracing::info!(service = %opts.name, "shutting down: draining in-flight calls");
+    opts.load.set_draining();
     reporter
         .set_service_status("", ServingStatus::NotServing)
         .await;
@@ -126,6 +139,22 @@ where
             .set_service_status(service.as_str(), ServingStatus::NotServing)
             .await;
     }
+    if !opts.drain_notice.is_zero() {
+        tracing::info!(
+            service = %opts.name,
+            notice = ?opts.drain_notice,
+            "shutting down: reporting NOT_SERVING before refusing connections"
+        );
+        tokio::select! {
+            result = &mut serving => return result.map_err(|e| server_err(e.to_string())),
+            () = tokio::time::sleep(opts.drain_notice) => {}
+        }
+    }
+    tracing::info!(
+        service = %opts.name,
+        in_flight = opts.load.in_flight(),
+        "shutting down: draining in-flight calls"
+    );
     let _ = stop_tx.send(());
     match tokio::time::timeout(opts.drain_timeout, serving).await {
         Ok(result) => result.map_err(|e| server_err(e.to_string())),

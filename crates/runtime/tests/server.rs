@@ -90,6 +90,7 @@ async fn reflection_advertises_exactly_the_services_of_this_port() {
         list_services(&addr).await,
         [
             DEVICE,
+            droidmesh_proto::service_names::REPLICA,
             "grpc.health.v1.Health",
             "grpc.reflection.v1.ServerReflection"
         ],
