@@ -62,6 +62,15 @@ pub struct GatewayConfig {
     pub peer_keepalive_ms: u64,
     /// Longest unary call to the device service (leases, device lists).
     pub device_call_timeout_ms: u64,
+    /// Peer endpoints that are names (a headless Service) are resolved again this often, and
+    /// at once when a connection to one of their replicas fails.
+    pub resolve_every_ms: u64,
+    /// Each replica of a balanced peer is asked for its health and its work this often; one
+    /// that fails or drains gets no new calls until it answers well again.
+    pub probe_every_ms: u64,
+    /// A hosts file (`address name...` per line) consulted before DNS at every resolution, so
+    /// replicas can be listed by hand and changed while the gateway runs.
+    pub hosts_file: Option<std::path::PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -89,6 +98,9 @@ impl Default for GatewayConfig {
             max_conversations: 1_000,
             peer_keepalive_ms: 5_000,
             device_call_timeout_ms: 30_000,
+            resolve_every_ms: 10_000,
+            probe_every_ms: 1_000,
+            hosts_file: None,
         }
     }
 }
@@ -141,6 +153,7 @@ impl GatewayConfig {
         for (name, v) in [
             ("peer_keepalive_ms", self.peer_keepalive_ms),
             ("device_call_timeout_ms", self.device_call_timeout_ms),
+            ("resolve_every_ms", self.resolve_every_ms),
         ] {
             if v < 100 {
                 return Err(format!("gateway.{name} must be at least 100, got {v}"));
@@ -150,6 +163,12 @@ impl GatewayConfig {
             return Err(format!(
                 "gateway.agent_call_timeout_ms must be at least 100, got {}",
                 self.agent_call_timeout_ms
+            ));
+        }
+        if self.probe_every_ms < 10 {
+            return Err(format!(
+                "gateway.probe_every_ms must be at least 10, got {}",
+                self.probe_every_ms
             ));
         }
         if self.human_wait_ms == 0 {

@@ -39,10 +39,21 @@ pub fn gateway_service(
     // Agent calls wait for models, which may be slow: they are bounded per call by
     // `agent_call_timeout_ms` (CodeAct's stream lasts the task), not by the channel.
     let keepalive = std::time::Duration::from_millis(cfg.peer_keepalive_ms);
+    let mut discovery = droidmesh_runtime::balance::Discovery {
+        resolve_every: std::time::Duration::from_millis(cfg.resolve_every_ms),
+        probe_every: std::time::Duration::from_millis(cfg.probe_every_ms),
+        ..Default::default()
+    };
+    if let Some(path) = &cfg.hosts_file {
+        discovery.resolver = std::sync::Arc::new(
+            droidmesh_runtime::balance::HostsFileResolver::new(path.clone()),
+        );
+    }
     let agent = ClientOptions {
         request_timeout: None,
         keepalive,
         keepalive_timeout: keepalive * 2,
+        discovery,
         ..ClientOptions::default()
     };
     let unary = ClientOptions {

@@ -64,6 +64,33 @@ impl Proc {
         self.child.id()
     }
 
+    /// Asks the process to stop (SIGTERM), as an orchestrator does before it kills.
+    pub fn terminate(&self) -> Result<(), String> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .map_err(|e| format!("cannot run kill: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("kill -TERM {} failed: {status}", self.child.id()))
+        }
+    }
+
+    /// Waits up to `within` for the process to exit; its status, or `None` if it still runs.
+    pub fn wait_exit(&mut self, within: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Kills the process at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -19,6 +19,7 @@ use tonic::transport::Channel;
 mod faults;
 mod reasoning;
 mod recovery;
+mod scale;
 mod tasks;
 mod trace;
 

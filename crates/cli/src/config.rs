@@ -33,6 +33,16 @@ pub struct Listen {
     pub manager: u16,
     pub scripter: u16,
     pub text_manipulator: u16,
+    /// How long the gateway and device service finish calls in progress once asked to stop.
+    pub drain_secs: u64,
+    /// How long an agent (manager, executor, scripter, text manipulator) finishes its work in
+    /// progress once asked to stop: a CodeAct run lasts a task, so this is sized for one.
+    /// Kubernetes' termination grace period must be longer.
+    pub agent_drain_secs: u64,
+    /// `serve` only: once asked to stop, a server reports NOT_SERVING and draining for this
+    /// long while still taking calls, so balancing clients (probing every
+    /// `gateway.probe_every_ms`) stop sending before it stops accepting.
+    pub drain_notice_ms: u64,
 }
 
 impl Default for Listen {
@@ -45,6 +55,9 @@ impl Default for Listen {
             manager: 50053,
             scripter: 50054,
             text_manipulator: 50055,
+            drain_secs: 10,
+            agent_drain_secs: 300,
+            drain_notice_ms: 2_000,
         }
     }
 }

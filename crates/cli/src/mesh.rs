@@ -75,8 +75,23 @@ fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
     droidmesh_llm::LlmClient::from_config(&llm).context("llm config is not usable")
 }
 
-/// Builds a service's routes from the config (nothing is bound yet).
+/// Builds a service's routes from the config (nothing is bound yet), with its drain: agents
+/// get `listen.agent_drain_secs` to finish their runs, the others `listen.drain_secs`.
 pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Routes, ServeOptions)> {
+    let (routes, mut opts) = bare_routes(service, config)?;
+    let drain = match service {
+        Service::Gateway | Service::Device => config.listen.drain_secs,
+        _ => config.listen.agent_drain_secs,
+    };
+    opts.drain_timeout = std::time::Duration::from_secs(drain);
+    opts.drain_notice = std::time::Duration::from_millis(config.listen.drain_notice_ms);
+    Ok((routes, opts))
+}
+
+fn bare_routes(
+    service: Service,
+    config: &Config,
+) -> Result<(tonic::service::Routes, ServeOptions)> {
     use droidmesh_proto::service_names as names;
     Ok(match service {
         Service::Device => {
@@ -210,7 +225,11 @@ impl Mesh {
         let mut tasks = Vec::new();
         let mut addrs = Vec::new();
         for (service, listener, local) in bound {
-            let (routes, opts) = routes(service, &config)?;
+            let (routes, mut opts) = routes(service, &config)?;
+            // One process stops as one: no replica elsewhere takes over, so nothing to notice,
+            // and every service drains for as long as the gateway does.
+            opts.drain_notice = std::time::Duration::ZERO;
+            opts.drain_timeout = std::time::Duration::from_secs(config.listen.drain_secs);
             let mut rx = stop.subscribe();
             tasks.push(tokio::spawn(droidmesh_runtime::serve(
                 listener,
