@@ -13,9 +13,10 @@ AGENTS = {"executor", "manager", "scripter", "text-manipulator"}
 EDGE = {"gateway", "device"}
 # Seconds the grace period keeps beyond preStop + drain, for the process to exit.
 EXIT_MARGIN_SECS = 5
-# The one container allowed to run as root: the device pod's adb server with the host's USB
+# The device pod's adb server sidecar; the one container allowed to run as root, when it has
+# the host's USB bus
 # bus (k8s/components/usb-phones).
-USB_ADB_SERVER = "adb-server"
+ADB_SIDECAR = "adb-server"
 
 
 @dataclass
@@ -141,7 +142,7 @@ def check_container_basics(report, where, c, pod, facts, released):
         f"container {c['name']} needs cpu and memory requests and a memory limit, has {res}",
     )
     sc = {**pod.get("securityContext", {}), **c.get("securityContext", {})}
-    if c["name"] == USB_ADB_SERVER and sc.get("privileged"):
+    if c["name"] == ADB_SIDECAR and sc.get("privileged"):
         return  # root for the host's USB device nodes (k8s/components/usb-phones)
     report.check(
         sc.get("runAsNonRoot") is True and sc.get("runAsUser", 1) != 0,
@@ -217,9 +218,30 @@ def check_service(report, where, svc, d, c, facts, services, config_maps):
             f"[endpoints] {key} = {url}: expected a headless Service of this Deployment on port {port}",
         )
 
+    if svc == "device":
+        check_adb_sidecar(report, where, pod, section(config, env, "device"))
+
     otlp = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
     report.check(bool(otlp), where, "OTEL_EXPORTER_OTLP_ENDPOINT is not set")
     return otlp
+
+
+def check_adb_sidecar(report, where, pod, device):
+    """The device service's [device] adb_server is the sidecar's adb server on the pod's loopback."""
+    server = str(device.get("adb_server", "127.0.0.1:5037"))
+    if not server:
+        return  # adb server transport off: TCP phones only
+    host, _, port = server.rpartition(":")
+    sidecar = next((c for c in pod.get("initContainers", []) if c["name"] == ADB_SIDECAR), None)
+    if not report.check(sidecar is not None and sidecar.get("restartPolicy") == "Always", where, f"[device] adb_server = {server}, but the pod has no {ADB_SIDECAR} sidecar (restartPolicy: Always)"):
+        return
+    script = " ".join(sidecar.get("args", []))
+    probe = sidecar.get("startupProbe", {}).get("tcpSocket", {}).get("port")
+    report.check(
+        host in ("127.0.0.1", "localhost") and f"-L tcp:localhost:{port} nodaemon server" in script and str(probe) == port,
+        where,
+        f"[device] adb_server = {server}: the {ADB_SIDECAR} sidecar must serve `-L tcp:localhost:{port}` with its startupProbe on {port}",
+    )
 
 
 def check_collector(report, target, url, deployments, services, config_maps):
