@@ -13,9 +13,8 @@ AGENTS = {"executor", "manager", "scripter", "text-manipulator"}
 EDGE = {"gateway", "device"}
 # Seconds the grace period keeps beyond preStop + drain, for the process to exit.
 EXIT_MARGIN_SECS = 5
-# The device pod's adb server sidecar; the one container allowed to run as root, when it has
-# the host's USB bus
-# bus (k8s/components/usb-phones).
+# The device pod's adb server sidecar: the one container allowed to run as root, when it is
+# privileged for the host's USB bus (k8s/components/usb-phones).
 ADB_SIDECAR = "adb-server"
 
 
