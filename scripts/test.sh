@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-# The cross-process tests in tests/ start the droidmesh binary itself.
-cargo build -p droidmesh
+# The cross-process tests in tests/ start the droidmesh binary itself. The Dockerfile builds
+# the same (with --release); scripts/check-k8s.sh checks that they agree.
+cargo build -p droidmesh --locked
+# k8s/ renders, validates against the Kubernetes schemas and agrees with this binary.
+bash scripts/check-k8s.sh "${CARGO_TARGET_DIR:-target}/debug/droidmesh"
 cargo test --workspace
