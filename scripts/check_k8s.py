@@ -66,16 +66,8 @@ def listen_defaults(repo):
     block = re.search(r"impl Default for Listen \{(.*?)\n\}", src, re.S)
     if not block:
         raise RuntimeError("crates/cli/src/config.rs has no `impl Default for Listen`")
-    return {k: int(v) for k, v in re.findall(r"(\w+): (\d+),", block.group(1))}
+    return {k: int(v.replace("_", "")) for k, v in re.findall(r"(\w+): (\d[\d_]*),", block.group(1))}
 
-
-def edge_drain_secs(repo):
-    """The drain deadline of gateway and device: ServeOptions' default in the runtime crate."""
-    src = (repo / "crates/runtime/src/server.rs").read_text()
-    found = re.search(r"drain_timeout: Duration::from_secs\((\d+)\)", src)
-    if not found:
-        raise RuntimeError("crates/runtime/src/server.rs: no `drain_timeout: Duration::from_secs(N)` default")
-    return int(found.group(1))
 
 
 def render(kubectl, repo, target):
@@ -111,7 +103,6 @@ def main():
         commands=commands,
         services=services,
         listen_defaults=listen_defaults(repo),
-        edge_drain_secs=edge_drain_secs(repo),
         adapter_metrics=k8s_rules.adapter_metrics(repo / "k8s/prometheus-adapter/values.yaml"),
         image_uid=k8s_rules.dockerfile_rules(report, repo),
         version=tomllib.loads((repo / "Cargo.toml").read_text())["workspace"]["package"]["version"],

@@ -23,7 +23,6 @@ class Facts:
     commands: set
     services: list
     listen_defaults: dict
-    edge_drain_secs: int
     adapter_metrics: set
     image_uid: int
     version: str
@@ -193,12 +192,15 @@ def check_service(report, where, svc, d, c, facts, services, config_maps):
         for k, v in want.items():
             report.check(ann.get(k) == v, where, f"pod annotation {k} is {ann.get(k)!r}, expected {v!r}")
 
-    drain = facts.edge_drain_secs if svc in EDGE else listen.get("agent_drain_secs")
-    if report.check(drain is not None, where, "the config sets no [listen] agent_drain_secs"):
+    key = "drain_secs" if svc in EDGE else "agent_drain_secs"
+    drain = listen.get(key)
+    notice_ms = listen.get("drain_notice_ms")
+    if report.check(drain is not None and notice_ms is not None, where, f"neither the config nor the binary's defaults set [listen] {key} and drain_notice_ms"):
         pre = c.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
         grace = pod.get("terminationGracePeriodSeconds", 30)
-        need = pre + int(drain) + EXIT_MARGIN_SECS
-        report.check(grace >= need, where, f"terminationGracePeriodSeconds {grace} is under preStop {pre} s + drain {drain} s + {EXIT_MARGIN_SECS} s = {need}")
+        notice = -(-int(notice_ms) // 1000)
+        need = pre + notice + int(drain) + EXIT_MARGIN_SECS
+        report.check(grace >= need, where, f"terminationGracePeriodSeconds {grace} is under preStop {pre} s + notice {notice} s + drain {drain} s + {EXIT_MARGIN_SECS} s = {need}")
 
     labels = meta.get("labels", {})
     mine = [s for s in services.values() if selects(s["spec"].get("selector"), labels)]
