@@ -71,6 +71,9 @@ pub struct GatewayConfig {
     /// A hosts file (`address name...` per line) consulted before DNS at every resolution, so
     /// replicas can be listed by hand and changed while the gateway runs.
     pub hosts_file: Option<std::path::PathBuf>,
+    /// How long a call waits for a replica of an agent with room when every healthy one is at
+    /// its capacity (a task keeps its device meanwhile); then it fails RESOURCE_EXHAUSTED.
+    pub agent_wait_ms: u64,
 }
 
 impl Default for GatewayConfig {
@@ -101,6 +104,7 @@ impl Default for GatewayConfig {
             resolve_every_ms: 10_000,
             probe_every_ms: 1_000,
             hosts_file: None,
+            agent_wait_ms: 60_000,
         }
     }
 }
@@ -154,6 +158,7 @@ impl GatewayConfig {
             ("peer_keepalive_ms", self.peer_keepalive_ms),
             ("device_call_timeout_ms", self.device_call_timeout_ms),
             ("resolve_every_ms", self.resolve_every_ms),
+            ("agent_wait_ms", self.agent_wait_ms),
         ] {
             if v < 100 {
                 return Err(format!("gateway.{name} must be at least 100, got {v}"));

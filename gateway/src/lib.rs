@@ -42,6 +42,7 @@ pub fn gateway_service(
     let mut discovery = droidmesh_runtime::balance::Discovery {
         resolve_every: std::time::Duration::from_millis(cfg.resolve_every_ms),
         probe_every: std::time::Duration::from_millis(cfg.probe_every_ms),
+        capacity_wait: std::time::Duration::from_millis(cfg.agent_wait_ms),
         ..Default::default()
     };
     if let Some(path) = &cfg.hosts_file {

@@ -43,6 +43,10 @@ pub struct Listen {
     /// long while still taking calls, so balancing clients (probing every
     /// `gateway.probe_every_ms`) stop sending before it stops accepting.
     pub drain_notice_ms: u64,
+    /// `serve` only: the most calls and streams an agent replica serves at once (a CodeAct run
+    /// is one); more are refused with RESOURCE_EXHAUSTED, and balancing gateways send them to
+    /// a replica with room or wait for one (`gateway.agent_wait_ms`). 0: no limit.
+    pub agent_max_in_flight: u32,
 }
 
 impl Default for Listen {
@@ -58,6 +62,7 @@ impl Default for Listen {
             drain_secs: 10,
             agent_drain_secs: 300,
             drain_notice_ms: 2_000,
+            agent_max_in_flight: 256,
         }
     }
 }

@@ -79,10 +79,14 @@ fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
 /// get `listen.agent_drain_secs` to finish their runs, the others `listen.drain_secs`.
 pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Routes, ServeOptions)> {
     let (routes, mut opts) = bare_routes(service, config)?;
-    let drain = match service {
-        Service::Gateway | Service::Device => config.listen.drain_secs,
-        _ => config.listen.agent_drain_secs,
+    let (drain, capacity) = match service {
+        Service::Gateway | Service::Device => (config.listen.drain_secs, 0),
+        _ => (
+            config.listen.agent_drain_secs,
+            config.listen.agent_max_in_flight,
+        ),
     };
+    opts.load = std::sync::Arc::new(droidmesh_runtime::LoadState::with_capacity(capacity));
     opts.drain_timeout = std::time::Duration::from_secs(drain);
     opts.drain_notice = std::time::Duration::from_millis(config.listen.drain_notice_ms);
     Ok((routes, opts))

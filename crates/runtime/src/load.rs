@@ -15,9 +15,23 @@ use tonic::body::Body;
 pub struct LoadState {
     in_flight: AtomicU32,
     draining: AtomicBool,
+    /// Most calls of droidmesh services at once; 0: no limit.
+    capacity: AtomicU32,
 }
 
 impl LoadState {
+    /// A state that refuses work beyond `capacity` calls at once (0: no limit).
+    pub fn with_capacity(capacity: u32) -> Self {
+        Self {
+            capacity: AtomicU32::new(capacity),
+            ..Self::default()
+        }
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
     /// Calls and streams of this port's droidmesh services in progress now.
     pub fn in_flight(&self) -> u32 {
         self.in_flight.load(Ordering::Relaxed)
@@ -31,9 +45,15 @@ impl LoadState {
         self.draining.store(true, Ordering::Relaxed);
     }
 
-    fn begin(self: &Arc<Self>) -> InFlightGuard {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlightGuard(Arc::clone(self))
+    /// Counts one more call; `None` (and nothing counted) when that would pass the capacity.
+    fn begin(self: &Arc<Self>) -> Option<InFlightGuard> {
+        let capacity = self.capacity();
+        let taken = self
+            .in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (capacity == 0 || n < capacity).then_some(n + 1)
+            });
+        taken.ok().map(|_| InFlightGuard(Arc::clone(self)))
     }
 }
 
@@ -90,7 +110,18 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let guard = is_work(req.uri().path()).then(|| self.state.begin());
+        let mut guard = None;
+        if is_work(req.uri().path()) {
+            guard = self.state.begin();
+            if guard.is_none() {
+                let capacity = self.state.capacity();
+                let status = tonic::Status::resource_exhausted(format!(
+                    "this replica is at capacity: {capacity} calls in progress; another replica \
+                     or a later try may take it"
+                ));
+                return Box::pin(async move { Ok(status.into_http()) });
+            }
+        }
         let fut = self.inner.call(req);
         Box::pin(async move {
             let resp = fut.await?;
@@ -115,6 +146,7 @@ impl ReplicaService for LoadReporter {
         Ok(tonic::Response::new(ReplicaLoad {
             in_flight: self.0.in_flight(),
             draining: self.0.draining(),
+            capacity: self.0.capacity(),
         }))
     }
 }

@@ -25,6 +25,7 @@ pub struct ServeOptions {
     /// accepting (their probe interval, or the time an orchestrator takes to stop routing).
     pub drain_notice: Duration,
     /// Work in progress, reported by `ReplicaService/GetLoad`; shared so the owner can read it.
+    /// Its capacity (see [`LoadState::with_capacity`]) bounds the calls served at once.
     pub load: Arc<LoadState>,
 }
 

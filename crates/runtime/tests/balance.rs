@@ -55,11 +55,12 @@ struct Replica {
     handle: tokio::task::JoinHandle<droidmesh_runtime::Result<()>>,
 }
 
-async fn start_on(ip: IpAddr, port: u16, notice: Duration) -> Option<Replica> {
+async fn start_on(ip: IpAddr, port: u16, notice: Duration, capacity: u32) -> Option<Replica> {
     let listener = TcpListener::bind(SocketAddr::new(ip, port)).await.ok()?;
     let mut opts = ServeOptions::new("scripter", &[droidmesh_proto::service_names::SCRIPTER]);
     opts.drain_timeout = Duration::from_secs(5);
     opts.drain_notice = notice;
+    opts.load = Arc::new(LoadState::with_capacity(capacity));
     let load = Arc::clone(&opts.load);
     let routes = Routes::new(ScripterServiceServer::new(Fake(ip.to_string())));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -80,13 +81,17 @@ fn ip(last: u8) -> IpAddr {
 
 /// Replicas on 127.0.0.2, .3 and .4, all on one port (a Service name has one port).
 async fn three_replicas(notice: Duration) -> (u16, Vec<Replica>) {
+    replicas_with(notice, 0).await
+}
+
+async fn replicas_with(notice: Duration, capacity: u32) -> (u16, Vec<Replica>) {
     for _ in 0..20 {
         let probe = TcpListener::bind((ip(2), 0)).await.unwrap();
         let port = probe.local_addr().unwrap().port();
         drop(probe);
         let mut replicas = Vec::new();
         for last in [2, 3, 4] {
-            match start_on(ip(last), port, notice).await {
+            match start_on(ip(last), port, notice, capacity).await {
                 Some(r) => replicas.push(r),
                 None => break,
             }
@@ -106,6 +111,7 @@ fn client(resolver: &StaticResolver, port: u16) -> MeshChannel {
             probe_every: Duration::from_millis(50),
             probe_timeout: Duration::from_millis(500),
             pick_timeout: Duration::from_millis(800),
+            capacity_wait: Duration::from_secs(2),
         },
         ..ClientOptions::default()
     };
@@ -320,4 +326,80 @@ async fn with_no_healthy_replica_a_call_fails_in_time_saying_why() {
         "{}",
         err.message()
     );
+}
+
+#[tokio::test]
+async fn a_full_replica_gets_no_call_until_it_has_room_and_refuses_work_beyond_its_capacity() {
+    let (port, replicas) = replicas_with(Duration::ZERO, 2).await;
+    let resolver = StaticResolver::default();
+    resolver.set(NAME, &[ip(2), ip(3)]);
+    let channel = client(&resolver, port);
+    until_healthy(&channel, &[ip(2), ip(3)]).await;
+    let mut held = open(&channel, 4, "hold").await;
+    let counts = tally(&held);
+    assert_eq!(
+        counts.values().copied().collect::<Vec<_>>(),
+        [2, 2],
+        "{counts:?}"
+    );
+
+    // Both full: a fifth call waits for room rather than being sent.
+    let waiting = tokio::spawn({
+        let channel = channel.clone();
+        async move { open(&channel, 1, "hold").await }
+    });
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!waiting.is_finished(), "a call went to a full replica");
+        assert_eq!(
+            replicas[0].load.in_flight() + replicas[1].load.in_flight(),
+            4
+        );
+    }
+    let freed = held
+        .iter()
+        .position(|(r, _)| *r == ip(3).to_string())
+        .unwrap();
+    drop(held.remove(freed));
+    let landed = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the waiting call goes once a replica has room")
+        .unwrap();
+    assert_eq!(landed[0].0, ip(3).to_string());
+
+    // Still full and nothing ends: the call fails after the capacity wait, saying so.
+    let err = ScripterServiceClient::new(traced(channel.clone()))
+        .run_script(RunScriptRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message().contains("at capacity (2 of 2)"),
+        "{}",
+        err.message()
+    );
+
+    // A client that does not balance is refused by the replica itself.
+    let direct = droidmesh_runtime::connect(
+        &format!("http://127.0.0.2:{port}"),
+        &ClientOptions::default(),
+    )
+    .unwrap();
+    let err = ScripterServiceClient::new(direct)
+        .run_script(RunScriptRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message().contains("at capacity: 2 calls"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(
+        replicas[0].load.in_flight(),
+        2,
+        "a refused call is not counted"
+    );
+    drop(held);
+    drop(landed);
 }

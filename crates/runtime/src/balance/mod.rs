@@ -37,6 +37,9 @@ pub struct Discovery {
     /// A call that no healthy replica takes within this fails UNAVAILABLE, naming why each
     /// replica is out.
     pub pick_timeout: Duration,
+    /// How long a call waits while healthy replicas are all at capacity (each reports its
+    /// own); then it fails RESOURCE_EXHAUSTED. At least `pick_timeout`.
+    pub capacity_wait: Duration,
 }
 
 impl Default for Discovery {
@@ -47,6 +50,7 @@ impl Default for Discovery {
             probe_every: Duration::from_secs(1),
             probe_timeout: Duration::from_secs(1),
             pick_timeout: Duration::from_secs(5),
+            capacity_wait: Duration::from_secs(5),
         }
     }
 }
@@ -105,6 +109,7 @@ enum Inner {
         buffer: Balanced,
         snapshot: watch::Receiver<Snapshot>,
         pick_timeout: Duration,
+        capacity_wait: Duration,
         what: Arc<str>,
     },
 }
@@ -133,6 +138,7 @@ impl MeshChannel {
         make_endpoint: Box<dyn Fn(SocketAddr) -> Option<Endpoint> + Send + Sync>,
     ) -> Self {
         let pick_timeout = discovery.pick_timeout;
+        let capacity_wait = discovery.capacity_wait.max(pick_timeout);
         let (changes, snapshot) = Pool::spawn(targets, discovery, make_endpoint);
         let discover = tokio_stream::wrappers::ReceiverStream::new(changes);
         let balance = tower::balance::p2c::Balance::new(discover);
@@ -142,6 +148,7 @@ impl MeshChannel {
             buffer,
             snapshot,
             pick_timeout,
+            capacity_wait,
             what: Arc::from(what),
         })
     }
@@ -155,22 +162,28 @@ impl MeshChannel {
                 .borrow()
                 .replicas
                 .iter()
-                .map(|r| (r.0, r.1))
+                .map(|r| (r.addr, r.healthy))
                 .collect(),
         }
     }
 }
 
-/// Why no replica took a call, naming each replica and why it is out.
+/// Why no replica took a call, naming each replica and why it is out: RESOURCE_EXHAUSTED when
+/// healthy replicas were all at capacity, UNAVAILABLE when none was healthy.
 fn no_replica(what: &str, waited: Duration, snapshot: &Snapshot) -> tonic::Status {
     let mut reasons: Vec<String> = snapshot
         .replicas
         .iter()
-        .map(|(addr, healthy, why)| {
-            if *healthy {
-                format!("{addr} busy")
+        .map(|r| {
+            if r.healthy {
+                format!(
+                    "{} at capacity ({} of {})",
+                    r.addr,
+                    r.state.load(),
+                    r.state.capacity()
+                )
             } else {
-                format!("{addr}: {why}")
+                format!("{}: {}", r.addr, r.why)
             }
         })
         .collect();
@@ -178,11 +191,20 @@ fn no_replica(what: &str, waited: Duration, snapshot: &Snapshot) -> tonic::Statu
     if reasons.is_empty() {
         reasons.push("no replica resolved yet".to_owned());
     }
+    if snapshot.replicas.iter().any(|r| r.healthy) {
+        return tonic::Status::resource_exhausted(format!(
+            "every healthy replica of {what} stayed at capacity for {waited:?} ({})",
+            reasons.join("; ")
+        ));
+    }
     tonic::Status::unavailable(format!(
         "no healthy replica of {what} took the call within {waited:?} ({})",
         reasons.join("; ")
     ))
 }
+
+/// How often a call not yet taken by a replica looks again at why.
+const PICK_TICK: Duration = Duration::from_millis(100);
 
 impl tower::Service<http::Request<Body>> for MeshChannel {
     type Response = http::Response<Body>;
@@ -206,25 +228,40 @@ impl tower::Service<http::Request<Body>> for MeshChannel {
                 buffer,
                 snapshot,
                 pick_timeout,
+                capacity_wait,
                 what,
             } => {
                 let dispatched = Dispatched::default();
                 req.extensions_mut().insert(dispatched.clone());
                 let fut = buffer.call(req);
                 let snapshot = snapshot.clone();
-                let waited = *pick_timeout;
+                let (pick_timeout, capacity_wait) = (*pick_timeout, *capacity_wait);
                 let what = Arc::clone(what);
                 Box::pin(async move {
                     tokio::pin!(fut);
-                    tokio::select! {
-                        result = &mut fut => return result,
-                        () = tokio::time::sleep(waited) => {}
+                    let started = tokio::time::Instant::now();
+                    loop {
+                        tokio::select! {
+                            result = &mut fut => return result,
+                            () = tokio::time::sleep(PICK_TICK.min(pick_timeout)) => {}
+                        }
+                        if dispatched.0.load(Ordering::Acquire) {
+                            return fut.await;
+                        }
+                        let waited = started.elapsed();
+                        let any_healthy = snapshot.borrow().replicas.iter().any(|r| r.healthy);
+                        let limit = if any_healthy {
+                            capacity_wait
+                        } else {
+                            pick_timeout
+                        };
+                        if waited >= limit {
+                            // Dropping the call takes it out of the queue before any replica
+                            // sees it.
+                            let status = no_replica(&what, waited, &snapshot.borrow());
+                            return Err(Box::new(status) as BoxError);
+                        }
                     }
-                    if dispatched.0.load(Ordering::Acquire) {
-                        return fut.await;
-                    }
-                    // Dropping the call takes it out of the queue before any replica sees it.
-                    Err(Box::new(no_replica(&what, waited, &snapshot.borrow())) as BoxError)
                 })
             }
         }

@@ -16,11 +16,21 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tower::discover::Change;
 
+/// One replica as the pool last saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) addr: SocketAddr,
+    pub(crate) healthy: bool,
+    /// Why it is not healthy.
+    pub(crate) why: String,
+    pub(crate) state: Arc<ReplicaState>,
+}
+
 /// What the pool knows now, for callers waiting on a ready replica and for their errors.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Snapshot {
-    /// Resolved replicas: address, healthy, why not.
-    pub(crate) replicas: Vec<(SocketAddr, bool, String)>,
+    /// Resolved replicas.
+    pub(crate) replicas: Vec<Seen>,
     /// Why the last resolution of a target failed, if it did.
     pub(crate) resolve_errors: Vec<String>,
 }
@@ -173,7 +183,12 @@ impl Pool {
         let replicas = self
             .replicas
             .values()
-            .map(|s| (s.addr, s.healthy(), s.why()))
+            .map(|s| Seen {
+                addr: s.addr,
+                healthy: s.healthy(),
+                why: s.why(),
+                state: Arc::clone(s),
+            })
             .collect();
         self.snapshot.send_modify(|snap| {
             snap.replicas = replicas;
@@ -222,7 +237,7 @@ async fn probe(channel: Channel, state: Arc<ReplicaState>, discovery: Discovery)
                 } else if status != ServingStatus::Serving as i32 {
                     state.set_unhealthy("its health check says it is not serving".to_owned());
                 } else {
-                    let work = reported.map(|r| r.in_flight as usize);
+                    let work = reported.map(|r| (r.in_flight as usize, r.capacity as usize));
                     state.probed_healthy(work, local_then);
                 }
             }

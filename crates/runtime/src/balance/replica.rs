@@ -24,6 +24,8 @@ pub(crate) struct ReplicaState {
     local: AtomicUsize,
     /// Work the replica reported beyond this client's own, at the last probe.
     others: AtomicUsize,
+    /// The most work the replica takes at once, as it reported (0: no limit).
+    capacity: AtomicUsize,
     healthy: AtomicBool,
     /// Left the resolved set (or the pool ended): its probe stops.
     pub(crate) removed: AtomicBool,
@@ -42,6 +44,7 @@ impl ReplicaState {
             addr,
             local: AtomicUsize::new(0),
             others: AtomicUsize::new(0),
+            capacity: AtomicUsize::new(0),
             healthy: AtomicBool::new(false),
             removed: AtomicBool::new(false),
             why: Mutex::new("not probed yet".to_owned()),
@@ -63,15 +66,30 @@ impl ReplicaState {
         self.local.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Whether the replica has no room for one more call, by what it reported and what this
+    /// client has sent since.
+    pub(crate) fn full(&self) -> bool {
+        let capacity = self.capacity();
+        capacity > 0 && self.load() >= capacity
+    }
+
     pub(crate) fn why(&self) -> String {
         self.why.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Records a probe: healthy, and the replica's own count of its work when it reports one.
-    pub(crate) fn probed_healthy(&self, reported: Option<usize>, local_then: usize) {
-        if let Some(reported) = reported {
+    /// Records a probe: healthy, and the replica's own count of its work and its capacity
+    /// when it reports them.
+    pub(crate) fn probed_healthy(&self, reported: Option<(usize, usize)>, local_then: usize) {
+        if let Some((work, capacity)) = reported {
             self.others
-                .store(reported.saturating_sub(local_then), Ordering::Relaxed);
+                .store(work.saturating_sub(local_then), Ordering::Relaxed);
+            self.capacity.store(capacity, Ordering::Relaxed);
+            // Room may have appeared for a call waiting on this replica.
+            self.waker.wake();
         }
         self.set_health(true, String::new());
     }
@@ -122,6 +140,8 @@ struct LocalGuard(Arc<ReplicaState>);
 impl Drop for LocalGuard {
     fn drop(&mut self) {
         self.0.local.fetch_sub(1, Ordering::Relaxed);
+        // A call waiting for room on this replica may go now.
+        self.0.waker.wake();
     }
 }
 
@@ -140,9 +160,10 @@ impl tower::Service<http::Request<Body>> for Replica {
     type Future = BoxFuture<Result<http::Response<Body>, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        if !self.state.healthy() {
+        let out = |s: &ReplicaState| !s.healthy() || s.full();
+        if out(&self.state) {
             self.state.waker.register(cx.waker());
-            if !self.state.healthy() {
+            if out(&self.state) {
                 return Poll::Pending;
             }
         }
