@@ -137,6 +137,18 @@ async fn task(mesh: &Mesh, serial: &str, steps: u32) -> Vec<Duration> {
 }
 
 async fn task_in(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Vec<Duration> {
+    timed_task(mesh, serial, steps, mode).await.1
+}
+
+/// A task's phases: from submission to its first step, the times between step starts, and
+/// from its last step start to its final event.
+async fn timed_task(
+    mesh: &Mesh,
+    serial: &str,
+    steps: u32,
+    mode: Mode,
+) -> (Duration, Vec<Duration>, Duration) {
+    let submitted = Instant::now();
     let mut g = mesh.gateway.clone();
     let req = TaskRequest {
         goal: "bench".into(),
@@ -152,7 +164,13 @@ async fn task_in(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Vec<Durat
             starts.push(Instant::now());
         }
     }
-    starts.windows(2).map(|w| w[1] - w[0]).collect()
+    let first = starts.first().map_or(Duration::ZERO, |t| *t - submitted);
+    let last = starts.last().map_or(Duration::ZERO, |t| t.elapsed());
+    (
+        first,
+        starts.windows(2).map(|w| w[1] - w[0]).collect(),
+        last,
+    )
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -171,6 +189,13 @@ async fn main() {
         return;
     }
     droidmesh_llm::install_crypto_provider();
+    // `cargo bench -p droidmesh-e2e --bench mesh -- concurrent` runs only the concurrent-task
+    // figures.
+    if std::env::args().any(|a| a == "concurrent") {
+        concurrent(50, 20, 200, 90).await;
+        concurrent(200, 10, 500, 95).await;
+        return;
+    }
 
     device_footprint().await;
 
@@ -284,14 +309,18 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         let m = mesh.clone();
         handles.push(tokio::spawn(async move {
             let serial = m.serials[i].clone();
-            task(&m, &serial, steps).await
+            timed_task(&m, &serial, steps, Mode::Direct).await
         }));
     }
     // Sampled once every task has had time to start its first step.
     tokio::time::sleep(Duration::from_millis(llm_ms * 3)).await;
     let (busy, busy_all) = (rss(&mesh, &agents), rss(&mesh, &all));
+    let (mut firsts, mut gaps, mut lasts) = (Vec::new(), Vec::new(), Vec::new());
     for h in handles {
-        h.await.unwrap();
+        let (first, between, last) = h.await.unwrap();
+        firsts.push(first);
+        gaps.extend(between);
+        lasts.push(last);
     }
     let wall = t.elapsed();
     let after_all = rss(&mesh, &all);
@@ -301,6 +330,15 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
     println!(
         "{n} concurrent tasks x {steps} steps, {llm_ms} ms LLM: {rate:.1} steps/s in {wall:.1?}; ideal {ideal:.0} steps/s -> {:.0}% (target >= {target_pct}%)",
         100.0 * rate / ideal
+    );
+    println!(
+        "  where the time goes: submission to first step p50 {:?} max {:?}; step to step p50 {:?} p99 {:?} (model {llm_ms} ms); last step to final event p50 {:?} max {:?}",
+        pct(&mut firsts, 0.5),
+        pct(&mut firsts, 1.0),
+        pct(&mut gaps, 0.5),
+        pct(&mut gaps, 0.99),
+        pct(&mut lasts, 0.5),
+        pct(&mut lasts, 1.0),
     );
     println!(
         "  resident memory gateway+executor: idle {idle} kB, {n} tasks active {busy} kB -> {:.2} MB per active task (target <= 4 MB)",
