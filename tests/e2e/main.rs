@@ -153,6 +153,7 @@ manager = {man}
 scripter = {scr}
 text_manipulator = {txt}
 gateway = {gw}
+admin = 0
 
 [endpoints]
 device = "http://127.0.0.1:{dev}"

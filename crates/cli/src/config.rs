@@ -33,6 +33,9 @@ pub struct Listen {
     pub manager: u16,
     pub scripter: u16,
     pub text_manipulator: u16,
+    /// The admin port of every `serve` (and `up`) process: `GET /metrics` in the Prometheus
+    /// text format. 0 serves no admin port.
+    pub admin: u16,
 }
 
 impl Default for Listen {
@@ -45,6 +48,7 @@ impl Default for Listen {
             manager: 50053,
             scripter: 50054,
             text_manipulator: 50055,
+            admin: droidmesh_runtime::metrics::DEFAULT_ADMIN_PORT,
         }
     }
 }
@@ -52,6 +56,11 @@ impl Default for Listen {
 impl Listen {
     pub fn addr(&self, port: u16) -> SocketAddr {
         SocketAddr::new(self.host, port)
+    }
+
+    /// Where the admin server listens, unless `admin` is 0.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        (self.admin != 0).then(|| self.addr(self.admin))
     }
 }
 

@@ -22,6 +22,9 @@ pub struct TelemetryOptions {
     pub json: bool,
     /// OTLP endpoint; `None` reads `OTEL_EXPORTER_OTLP_ENDPOINT`, empty disables export.
     pub otlp_endpoint: Option<String>,
+    /// Install the meter provider even without an OTLP endpoint (an admin server will read
+    /// it). Without either, instruments stay no-ops and cost next to nothing.
+    pub metrics: bool,
 }
 
 impl TelemetryOptions {
@@ -31,6 +34,7 @@ impl TelemetryOptions {
             default_filter: "info".to_owned(),
             json: false,
             otlp_endpoint: None,
+            metrics: true,
         }
     }
 }
@@ -89,7 +93,14 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
         .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
         .filter(|e| !e.trim().is_empty());
 
-    let metrics = crate::metrics::install(&opts.service_name, endpoint.as_deref())?;
+    let metrics = if opts.metrics || endpoint.is_some() {
+        Some(crate::metrics::install(
+            &opts.service_name,
+            endpoint.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let provider = match endpoint {
         Some(endpoint) => Some(build_provider(&opts.service_name, &endpoint)?),
         None => None,
@@ -120,10 +131,7 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
         if let Some(p) = &provider {
             opentelemetry::global::set_tracer_provider(p.clone());
         }
-        Ok(Telemetry {
-            provider,
-            metrics: Some(metrics),
-        })
+        Ok(Telemetry { provider, metrics })
     } else {
         // Another service in this process set the subscriber up already.
         if let Some(p) = provider {
@@ -131,7 +139,7 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
         }
         Ok(Telemetry {
             provider: None,
-            metrics: Some(metrics),
+            metrics,
         })
     }
 }
