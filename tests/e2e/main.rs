@@ -17,6 +17,7 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 mod faults;
+mod metrics;
 mod reasoning;
 mod recovery;
 mod tasks;

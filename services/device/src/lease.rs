@@ -200,7 +200,10 @@ impl LeaseManager {
     /// Leases held now (expired ones not counted).
     pub fn held(&self) -> usize {
         let now = self.clock.now_ms();
-        self.lock().values().filter(|e| e.expires_at_ms > now).count()
+        self.lock()
+            .values()
+            .filter(|e| e.expires_at_ms > now)
+            .count()
     }
 
     /// Who holds `serial` now, if anyone.

@@ -39,8 +39,8 @@ fn instruments() -> &'static Instruments {
                 .with_unit("ms")
                 .with_description("ADB shell commands, from sending to the last byte read")
                 .with_boundaries(vec![
-                    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
-                    5000.0, 10000.0, 30000.0,
+                    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
+                    10000.0, 30000.0,
                 ])
                 .build(),
             _leases: meter
