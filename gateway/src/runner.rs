@@ -136,6 +136,7 @@ fn finish(entry: &TaskEntry, ending: Ending, took: Duration) {
     };
     set_state(entry, ending.state, &detail);
     let task = entry.snapshot();
+    crate::metrics::task_ended(ending.state, task.steps);
     entry.push(task_event::Kind::Completed(TaskCompleted {
         success: ending.state == TaskState::Succeeded,
         answer: ending.answer,

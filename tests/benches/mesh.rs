@@ -4,7 +4,8 @@
 //! a 200 ms LLM double, the same figures for reasoning mode (a manager plan and an executor
 //! subgoal per step; the gateway's routing overhead per handoff), resident memory per active
 //! task, `droidmesh run` cold start, and the device layer's footprint (one idle simulated
-//! device; the device service holding 20).
+//! device; the device service holding 20). `MESH_BENCH=telemetry` runs only the first: the
+//! cost of metrics and tracing per step with no exporter.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -20,6 +21,9 @@ use droidmesh_proto::v1::{
     ListDevicesRequest, Mode, PlanRequest, ReleaseLeaseRequest, TaskRequest, task_event,
 };
 use tokio_stream::StreamExt;
+
+#[path = "mesh/telemetry.rs"]
+mod telemetry;
 
 const STEP: &str = "```javascript\nconsole.log(ui_state.length)\n```";
 
@@ -53,6 +57,12 @@ fn rss_kb(pid: u32) -> u64 {
 }
 
 async fn start(sims: usize, llm_url: &str) -> Mesh {
+    start_with(sims, llm_url, 0, "warn").await
+}
+
+/// [`start`] with `admin` as every service's admin port (0: none; one service then takes it)
+/// and `RUST_LOG` for the services.
+async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str) -> Mesh {
     let sim_port = loop {
         let p = free_port();
         if p < 60000
@@ -85,7 +95,7 @@ async fn start(sims: usize, llm_url: &str) -> Mesh {
     std::fs::create_dir_all(&dir).unwrap();
     let direct: Vec<String> = serials.iter().map(|s| format!("\"{s}\"")).collect();
     let config = format!(
-        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\n\
+        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\nadmin = 0\n\
          [endpoints]\ndevice = \"http://127.0.0.1:{dev}\"\nexecutor = \"http://127.0.0.1:{exe}\"\nmanager = \"http://127.0.0.1:{man}\"\ngateway = \"http://127.0.0.1:{gw}\"\n\
          [device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
          [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n[llm.profiles.default]\nprovider = \"mock\"\nmodel = \"bench\"\n",
@@ -96,9 +106,20 @@ async fn start(sims: usize, llm_url: &str) -> Mesh {
     let cfg = path.to_str().unwrap();
     let mut pids = vec![("sim".to_owned(), sim.id())];
     let mut procs = vec![sim];
-    for svc in ["device", "executor", "manager", "gateway"] {
-        let p = Proc::spawn(svc, &["--config", cfg, "serve", svc]).unwrap();
-        pids.push((svc.to_owned(), p.id()));
+    for (i, svc) in ["device", "executor", "manager", "gateway"]
+        .iter()
+        .enumerate()
+    {
+        let admin_addr = format!(
+            "127.0.0.1:{}",
+            if admin == 0 { 0 } else { admin + i as u16 }
+        );
+        let mut args = vec!["--config", cfg, "serve", svc];
+        if admin != 0 {
+            args.extend(["--admin", admin_addr.as_str()]);
+        }
+        let p = Proc::spawn_env(svc, &args, &[("RUST_LOG", rust_log)]).unwrap();
+        pids.push(((*svc).to_owned(), p.id()));
         procs.push(p);
     }
     for p in [dev, exe, man, gw] {
@@ -197,6 +218,10 @@ async fn main() {
         return;
     }
 
+    telemetry::cost_per_step().await;
+    if std::env::var("MESH_BENCH").as_deref() == Ok("telemetry") {
+        return;
+    }
     device_footprint().await;
 
     // 1. Framework overhead per step: zero-latency LLM double, one task.

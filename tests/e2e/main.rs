@@ -17,6 +17,7 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 mod faults;
+mod metrics;
 mod reasoning;
 mod recovery;
 mod scale;
@@ -154,6 +155,7 @@ manager = {man}
 scripter = {scr}
 text_manipulator = {txt}
 gateway = {gw}
+admin = 0
 
 [endpoints]
 device = "http://127.0.0.1:{dev}"

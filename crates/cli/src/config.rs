@@ -47,6 +47,9 @@ pub struct Listen {
     /// is one); more are refused with RESOURCE_EXHAUSTED, and balancing gateways send them to
     /// a replica with room or wait for one (`gateway.agent_wait_ms`). 0: no limit.
     pub agent_max_in_flight: u32,
+    /// The admin port of every `serve` (and `up`) process: `GET /metrics` in the Prometheus
+    /// text format. 0 serves no admin port.
+    pub admin: u16,
 }
 
 impl Default for Listen {
@@ -63,6 +66,7 @@ impl Default for Listen {
             agent_drain_secs: 300,
             drain_notice_ms: 2_000,
             agent_max_in_flight: 256,
+            admin: droidmesh_runtime::metrics::DEFAULT_ADMIN_PORT,
         }
     }
 }
@@ -70,6 +74,11 @@ impl Default for Listen {
 impl Listen {
     pub fn addr(&self, port: u16) -> SocketAddr {
         SocketAddr::new(self.host, port)
+    }
+
+    /// Where the admin server listens, unless `admin` is 0.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        (self.admin != 0).then(|| self.addr(self.admin))
     }
 }
 

@@ -1,5 +1,6 @@
 //! The droidmesh binary: `sim`, `serve <service>`, `devices` (and, as they land, `up` and
 //! `run`). Config is parsed and validated before any port is bound.
+mod admin;
 mod config;
 mod mesh;
 mod model_flags;
@@ -52,6 +53,10 @@ enum Command {
         /// Simulated devices to start and attach (0: only the configured devices).
         #[arg(long, default_value_t = 2)]
         sims: usize,
+        /// Admin address (host:port) serving GET /metrics for the whole process; defaults to
+        /// the config's `[listen] admin`.
+        #[arg(long)]
+        admin: Option<std::net::SocketAddr>,
     },
     /// Serve one service (as each Kubernetes Deployment does).
     Serve {
@@ -59,6 +64,10 @@ enum Command {
         /// Listen address (host:port); defaults to the config's [listen] section.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// Admin address (host:port) serving GET /metrics; defaults to the config's
+        /// `[listen] admin` (9464; 0 serves none).
+        #[arg(long)]
+        admin: Option<std::net::SocketAddr>,
     },
     /// Print a device's screen as the agents see it: indexed elements and phone state.
     State {
@@ -108,32 +117,46 @@ async fn real_main(cli: Cli) -> Result<()> {
                 .await
                 .context("simulator failed")?;
         }
-        Command::Serve { service, listen } => {
+        Command::Serve {
+            service,
+            listen,
+            admin,
+        } => {
             let config = load(cli.config)?;
+            let admin_addr = admin.or_else(|| config.listen.admin_addr());
             let mut telemetry_opts =
                 TelemetryOptions::new(&format!("droidmesh-{}", service.name()));
             telemetry_opts.json = config.telemetry.json;
-            let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+            telemetry_opts.metrics = admin_addr.is_some();
+            let telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             let addr = listen.unwrap_or_else(|| config.listen.addr(service.port(&config)));
             let (routes, opts) = mesh::routes(service, &config)?;
             let listener = droidmesh_runtime::server::bind(addr).await?;
+            let admin = admin::start(admin_addr, &telemetry).await?;
             droidmesh_runtime::serve(listener, routes, opts, droidmesh_runtime::shutdown_signal())
                 .await?;
+            if let Some(a) = admin {
+                a.stop().await?;
+            }
         }
         Command::Run(args) => {
             let config = load(cli.config)?;
             let mut telemetry_opts = TelemetryOptions::new("droidmesh-run");
             telemetry_opts.default_filter = "warn".into();
+            telemetry_opts.metrics = false;
             let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             if !run::run(*args, config).await? {
                 std::process::exit(1);
             }
         }
-        Command::Up { sims } => {
+        Command::Up { sims, admin } => {
             let config = load(cli.config)?;
-            let telemetry_opts = TelemetryOptions::new("droidmesh-up");
-            let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+            let admin_addr = admin.or_else(|| config.listen.admin_addr());
+            let mut telemetry_opts = TelemetryOptions::new("droidmesh-up");
+            telemetry_opts.metrics = admin_addr.is_some();
+            let telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             let no_model = config.llm.is_none() && !run::api_key_in_env();
+            let admin = admin::start(admin_addr, &telemetry).await?;
             let mesh = Mesh::start(config, sims).await?;
             if no_model {
                 say!(
@@ -152,9 +175,15 @@ async fn real_main(cli: Cli) -> Result<()> {
                     );
                 }
             }
+            if let Some(a) = &admin {
+                say!("{:<16} http://{}/metrics", "metrics", a.addr);
+            }
             say!("ready; Ctrl-C stops everything");
             droidmesh_runtime::shutdown_signal().await;
             mesh.shutdown().await?;
+            if let Some(a) = admin {
+                a.stop().await?;
+            }
         }
         Command::State { serial, endpoint } => {
             let config = load(cli.config)?;

@@ -401,7 +401,15 @@ impl BoundModel {
             droidmesh.llm.elapsed_ms = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
+        let started = std::time::Instant::now();
         let result = self.call(model, req).instrument(span.clone()).await;
+        crate::metrics::record(
+            &self.backend.label,
+            model,
+            self.agent.as_deref(),
+            &result,
+            started.elapsed(),
+        );
         match &result {
             Ok(resp) => {
                 span.record("gen_ai.response.model", resp.model.as_str());

@@ -1,5 +1,5 @@
 //! One chat interface over OpenAI-compatible, Anthropic and Gemini wire formats, with retries,
-//! typed errors, GenAI tracing spans and a replay provider.
+//! typed errors, GenAI tracing spans and metrics, and a replay provider.
 //!
 //! ```no_run
 //! # async fn demo() -> droidmesh_llm::Result<()> {
@@ -15,6 +15,7 @@ mod client;
 mod config;
 mod error;
 mod message;
+pub mod metrics;
 mod profile;
 mod recorded;
 mod refusal;

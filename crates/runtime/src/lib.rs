@@ -1,6 +1,7 @@
 //! What every droidmesh service repeats: config loading with environment overrides, telemetry
-//! with optional OTLP export, the gRPC server bootstrap (health, reflection, trace context,
-//! graceful drain) and the gRPC client stack (timeouts, balancing, trace context).
+//! (traces and metrics, OTLP export when configured, a Prometheus admin port), the gRPC server
+//! bootstrap (health, reflection, trace context, RPC metrics, graceful drain) and the gRPC
+//! client stack (timeouts, balancing, trace context).
 
 pub mod balance;
 pub mod client;
@@ -8,6 +9,7 @@ pub mod config;
 mod counted;
 mod error;
 pub mod load;
+pub mod metrics;
 pub mod peer;
 pub mod server;
 pub mod telemetry;
@@ -17,5 +19,6 @@ pub use client::{ChannelCache, ClientOptions, TracedChannel, connect, connect_me
 pub use config::{ConfigSource, Validate, load_config};
 pub use error::{Result, RuntimeError};
 pub use load::LoadState;
+pub use metrics::Metrics;
 pub use server::{ServeOptions, serve, shutdown_signal};
 pub use telemetry::{Telemetry, TelemetryOptions, init_telemetry};

@@ -109,6 +109,7 @@ where
     let span_name = opts.name.clone();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let router = tonic::transport::Server::builder()
+        .layer(crate::metrics::RpcMetricsLayer::new())
         .trace_fn(move |req| crate::trace_context::server_span(&span_name, req))
         .layer(InFlightLayer(Arc::clone(&opts.load)))
         .add_routes(routes)

@@ -1,5 +1,6 @@
 //! Tracing setup: human-readable or JSON logs to stderr, and OTLP span export when
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set. W3C trace context is the global propagator.
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set. W3C trace context is the global propagator. The
+//! process's meter provider is installed here too (see [`crate::metrics`]).
 use crate::error::{Result, RuntimeError};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -21,6 +22,9 @@ pub struct TelemetryOptions {
     pub json: bool,
     /// OTLP endpoint; `None` reads `OTEL_EXPORTER_OTLP_ENDPOINT`, empty disables export.
     pub otlp_endpoint: Option<String>,
+    /// Install the meter provider even without an OTLP endpoint (an admin server will read
+    /// it). Without either, instruments stay no-ops and cost next to nothing.
+    pub metrics: bool,
 }
 
 impl TelemetryOptions {
@@ -30,6 +34,7 @@ impl TelemetryOptions {
             default_filter: "info".to_owned(),
             json: false,
             otlp_endpoint: None,
+            metrics: true,
         }
     }
 }
@@ -38,6 +43,7 @@ impl TelemetryOptions {
 #[derive(Debug, Default)]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl Telemetry {
@@ -46,8 +52,17 @@ impl Telemetry {
         self.provider.is_some()
     }
 
-    /// Flushes pending spans and stops the exporter.
+    /// The process's metrics (what the admin server renders).
+    pub fn metrics(&self) -> Option<crate::metrics::Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Flushes pending spans and metrics and stops the span exporter. The meter provider is
+    /// the process's and stays installed.
     pub fn shutdown(&mut self) {
+        if let Some(m) = self.metrics.take() {
+            m.flush();
+        }
         if let Some(provider) = self.provider.take()
             && let Err(e) = provider.shutdown()
         {
@@ -78,6 +93,14 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
         .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
         .filter(|e| !e.trim().is_empty());
 
+    let metrics = if opts.metrics || endpoint.is_some() {
+        Some(crate::metrics::install(
+            &opts.service_name,
+            endpoint.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let provider = match endpoint {
         Some(endpoint) => Some(build_provider(&opts.service_name, &endpoint)?),
         None => None,
@@ -108,13 +131,16 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
         if let Some(p) = &provider {
             opentelemetry::global::set_tracer_provider(p.clone());
         }
-        Ok(Telemetry { provider })
+        Ok(Telemetry { provider, metrics })
     } else {
         // Another service in this process set the subscriber up already.
         if let Some(p) = provider {
             let _ = p.shutdown();
         }
-        Ok(Telemetry::default())
+        Ok(Telemetry {
+            provider: None,
+            metrics,
+        })
     }
 }
 

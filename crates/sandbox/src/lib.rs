@@ -24,6 +24,7 @@ mod capability;
 mod engine;
 mod error;
 mod limits;
+mod metrics;
 mod outcome;
 mod quickjs;
 mod session;

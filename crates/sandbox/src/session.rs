@@ -45,6 +45,7 @@ pub struct Session {
     stop_epoch: Arc<AtomicU64>,
     limits: SandboxLimits,
     engine: &'static str,
+    _live: crate::metrics::LiveSession,
 }
 
 impl std::fmt::Debug for Session {
@@ -90,6 +91,7 @@ impl Session {
             stop_epoch,
             limits,
             engine: engine_name,
+            _live: crate::metrics::LiveSession::start(),
         })
     }
 

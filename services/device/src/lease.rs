@@ -197,6 +197,15 @@ impl LeaseManager {
         valid_entry(&mut leases, lease, now).map(|_| ())
     }
 
+    /// Leases held now (expired ones not counted).
+    pub fn held(&self) -> usize {
+        let now = self.clock.now_ms();
+        self.lock()
+            .values()
+            .filter(|e| e.expires_at_ms > now)
+            .count()
+    }
+
     /// Who holds `serial` now, if anyone.
     pub fn info(&self, serial: &str) -> Option<LeaseInfo> {
         let now = self.clock.now_ms();

@@ -9,6 +9,7 @@ pub mod error;
 pub mod input;
 pub mod labels;
 pub mod lease;
+pub mod metrics;
 pub mod registry;
 pub mod screenshot;
 pub mod secret_fields;

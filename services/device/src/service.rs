@@ -38,6 +38,12 @@ struct Inner {
     screenshot_max_side: u32,
 }
 
+impl crate::metrics::LeaseCount for Inner {
+    fn held(&self) -> usize {
+        self.leases.held()
+    }
+}
+
 /// Builds the tonic server for `cfg` (validated here).
 pub fn device_service(cfg: DeviceConfig) -> Result<DeviceServiceServer<DeviceServiceImpl>> {
     Ok(DeviceServiceServer::new(DeviceServiceImpl::new(
@@ -61,7 +67,7 @@ impl DeviceServiceImpl {
             .filter_map(|d| d.parse().ok())
             .collect();
         let key = (!cfg.adb_key_path.is_empty()).then(|| PathBuf::from(&cfg.adb_key_path));
-        Ok(Self {
+        let service = Self {
             inner: Arc::new(Inner {
                 registry: Registry::new(
                     server,
@@ -72,7 +78,11 @@ impl DeviceServiceImpl {
                 leases: LeaseManager::new(clock, cfg.lease_default_ttl_ms, cfg.lease_max_ttl_ms),
                 screenshot_max_side: cfg.screenshot_max_side,
             }),
-        })
+        };
+        let weak: std::sync::Weak<dyn crate::metrics::LeaseCount> =
+            Arc::downgrade(&service.inner) as _;
+        crate::metrics::watch_leases(weak);
+        Ok(service)
     }
 
     fn info(&self, slot: &Slot) -> DeviceInfo {

@@ -29,6 +29,8 @@ pub struct AdbDevice {
     timeout: Duration,
     /// The connection kept to a direct device; `None` through a server.
     direct: Option<direct::DirectDevice>,
+    /// This device's `device.serial` metric attribute.
+    label: opentelemetry::KeyValue,
 }
 
 impl AdbDevice {
@@ -43,6 +45,7 @@ impl AdbDevice {
             Route::Server(_) => None,
         };
         Self {
+            label: crate::metrics::serial_label(&serial),
             serial,
             route,
             timeout,
@@ -64,8 +67,16 @@ impl AdbDevice {
     }
 
     /// Runs `command` in the device's shell and returns its raw output (binary safe: shell v2
-    /// through the server when the device offers it, the `exec:` service directly).
+    /// through the server when the device offers it, the `exec:` service directly). Its time
+    /// goes into `droidmesh.adb.command.duration`.
     pub async fn shell_bytes(&self, command: &str) -> Result<Vec<u8>> {
+        let started = std::time::Instant::now();
+        let result = self.run_shell(command).await;
+        crate::metrics::adb_command(&self.label, started.elapsed(), result.as_ref().err());
+        result
+    }
+
+    async fn run_shell(&self, command: &str) -> Result<Vec<u8>> {
         let timed_out = || DeviceError::Timeout {
             serial: self.serial.clone(),
             command: command.to_owned(),

@@ -1,0 +1,319 @@
+//! RPC metrics as a tower layer around every gRPC server: `rpc.server.duration` (ms) and
+//! `rpc.server.requests` by service, method and gRPC status code, and
+//! `rpc.server.active_requests` by service and method. A call counts as active from its
+//! request until its response body ends or is dropped, so a stream in progress (a RunCodeAct,
+//! a WatchTask) stays counted for as long as it streams.
+use http_body::{Body, Frame, SizeHint};
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+/// Distinct `/service/method` paths given their own labels; the rest share `other`.
+const MAX_PATHS: usize = 256;
+/// gRPC status codes 0 (OK) to 16 (UNAUTHENTICATED).
+const CODES: usize = 17;
+const CANCELLED: usize = 1;
+const UNKNOWN: usize = 2;
+
+/// Adds RPC metrics to a tonic server (`Server::builder().layer(...)`). Instruments come from
+/// the global meter provider as it is when the layer is made.
+#[derive(Clone)]
+pub struct RpcMetricsLayer {
+    inst: Arc<Instruments>,
+}
+
+impl std::fmt::Debug for RpcMetricsLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RpcMetricsLayer")
+    }
+}
+
+impl Default for RpcMetricsLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RpcMetricsLayer {
+    pub fn new() -> Self {
+        let meter = opentelemetry::global::meter(super::METER);
+        Self {
+            inst: Arc::new(Instruments {
+                duration: meter
+                    .f64_histogram("rpc.server.duration")
+                    .with_unit("ms")
+                    .with_description("Duration of inbound RPCs, streams until their end")
+                    .with_boundaries(vec![
+                        1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
+                        5000.0, 10000.0, 30000.0, 60000.0, 300000.0,
+                    ])
+                    .build(),
+                requests: meter
+                    .u64_counter("rpc.server.requests")
+                    .with_unit("{request}")
+                    .with_description("Inbound RPCs ended, by gRPC status code")
+                    .build(),
+                active: meter
+                    .i64_up_down_counter("rpc.server.active_requests")
+                    .with_unit("{request}")
+                    .with_description("Inbound RPCs and streams in progress")
+                    .build(),
+                paths: RwLock::new(HashMap::new()),
+                other: Arc::new(PathAttrs::new("other", "other")),
+            }),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for RpcMetricsLayer {
+    type Service = RpcMetrics<S>;
+
+    fn layer(&self, inner: S) -> RpcMetrics<S> {
+        RpcMetrics {
+            inner,
+            inst: self.inst.clone(),
+        }
+    }
+}
+
+struct Instruments {
+    duration: Histogram<f64>,
+    requests: Counter<u64>,
+    active: UpDownCounter<i64>,
+    paths: RwLock<HashMap<Box<str>, Arc<PathAttrs>>>,
+    other: Arc<PathAttrs>,
+}
+
+/// The attribute sets of one method, made once.
+struct PathAttrs {
+    active: [KeyValue; 2],
+    by_code: Vec<[KeyValue; 4]>,
+}
+
+impl PathAttrs {
+    fn new(service: &str, method: &str) -> Self {
+        let service = KeyValue::new("rpc.service", service.to_owned());
+        let method = KeyValue::new("rpc.method", method.to_owned());
+        let by_code = (0..CODES)
+            .map(|code| {
+                [
+                    KeyValue::new("rpc.system", "grpc"),
+                    service.clone(),
+                    method.clone(),
+                    KeyValue::new("rpc.grpc.status_code", code as i64),
+                ]
+            })
+            .collect();
+        Self {
+            active: [service, method],
+            by_code,
+        }
+    }
+}
+
+impl Instruments {
+    fn attrs(&self, path: &str) -> Arc<PathAttrs> {
+        if let Some(a) = self
+            .paths
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+        {
+            return a.clone();
+        }
+        let Some((service, method)) = split_path(path) else {
+            return self.other.clone();
+        };
+        let mut paths = self.paths.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(a) = paths.get(path) {
+            return a.clone();
+        }
+        if paths.len() >= MAX_PATHS {
+            return self.other.clone();
+        }
+        let a = Arc::new(PathAttrs::new(service, method));
+        paths.insert(path.into(), a.clone());
+        a
+    }
+}
+
+/// `/pkg.Service/Method` → (`pkg.Service`, `Method`); anything else is not a gRPC path.
+fn split_path(path: &str) -> Option<(&str, &str)> {
+    let (service, method) = path.strip_prefix('/')?.split_once('/')?;
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 128
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+    };
+    (ok(service) && ok(method)).then_some((service, method))
+}
+
+/// The layer's service.
+#[derive(Clone)]
+pub struct RpcMetrics<S> {
+    inner: S,
+    inst: Arc<Instruments>,
+}
+
+impl<S, ReqB, ResB> tower::Service<http::Request<ReqB>> for RpcMetrics<S>
+where
+    S: tower::Service<http::Request<ReqB>, Response = http::Response<ResB>>,
+{
+    type Response = http::Response<MetricsBody<ResB>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<ReqB>) -> Self::Future {
+        let attrs = self.inst.attrs(req.uri().path());
+        self.inst.active.add(1, &attrs.active);
+        let call = Call {
+            inst: self.inst.clone(),
+            attrs,
+            start: Instant::now(),
+            code: None,
+            done: false,
+        };
+        ResponseFuture {
+            inner: self.inner.call(req),
+            call: Some(call),
+        }
+    }
+}
+
+/// One call in progress; records itself once, when it ends or is dropped.
+struct Call {
+    inst: Arc<Instruments>,
+    attrs: Arc<PathAttrs>,
+    start: Instant,
+    code: Option<usize>,
+    done: bool,
+}
+
+impl Call {
+    fn finish(&mut self, code: usize) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let attrs = &self.attrs.by_code[code.min(CODES - 1)];
+        let ms = self.start.elapsed().as_secs_f64() * 1000.0;
+        self.inst.duration.record(ms, attrs);
+        self.inst.requests.add(1, attrs);
+        self.inst.active.add(-1, &self.attrs.active);
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        // Dropped before its end: the client went away (or the server stopped).
+        self.finish(self.code.unwrap_or(CANCELLED));
+    }
+}
+
+fn status_code(headers: &http::HeaderMap) -> Option<usize> {
+    let code = headers
+        .get("grpc-status")?
+        .to_str()
+        .ok()?
+        .parse::<usize>()
+        .ok()?;
+    Some(if code < CODES { code } else { UNKNOWN })
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`RpcMetrics`].
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+        call: Option<Call>,
+    }
+}
+
+impl<F, ResB, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<http::Response<ResB>, E>>,
+{
+    type Output = Result<http::Response<MetricsBody<ResB>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        let mut call = this.call.take();
+        Poll::Ready(match result {
+            Ok(resp) => {
+                if let Some(c) = call.as_mut() {
+                    // A trailers-only response (an error) carries its status in the headers.
+                    c.code = status_code(resp.headers());
+                }
+                Ok(resp.map(|inner| MetricsBody { inner, call }))
+            }
+            Err(e) => {
+                if let Some(mut c) = call {
+                    c.finish(UNKNOWN);
+                }
+                Err(e)
+            }
+        })
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that ends its call's measurement with the body.
+    pub struct MetricsBody<B> {
+        #[pin]
+        inner: B,
+        call: Option<Call>,
+    }
+}
+
+impl<B: Body> Body for MetricsBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let frame = std::task::ready!(this.inner.poll_frame(cx));
+        match &frame {
+            Some(Ok(f)) => {
+                if let Some(trailers) = f.trailers_ref()
+                    && let Some(mut c) = this.call.take()
+                {
+                    c.finish(status_code(trailers).unwrap_or(UNKNOWN));
+                }
+            }
+            Some(Err(_)) => {
+                if let Some(mut c) = this.call.take() {
+                    c.finish(UNKNOWN);
+                }
+            }
+            None => {
+                if let Some(mut c) = this.call.take() {
+                    let code = c.code.unwrap_or(UNKNOWN);
+                    c.finish(code);
+                }
+            }
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
