@@ -7,9 +7,12 @@ use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn scrape(admin: u16) -> Option<Scrape> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", admin))
-        .await
-        .ok()?;
+    scrape_at(&format!("127.0.0.1:{admin}")).await
+}
+
+/// `/metrics` of the admin server at `addr`, parsed; `None` while nothing answers there.
+pub(crate) async fn scrape_at(addr: &str) -> Option<Scrape> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
     stream
         .write_all(b"GET /metrics HTTP/1.1\r\nHost: e2e\r\nConnection: close\r\n\r\n")
         .await
@@ -32,7 +35,7 @@ async fn scrape(admin: u16) -> Option<Scrape> {
 
 /// Sum of the samples of `metric` whose labels include `labels` (a histogram counts its
 /// observations).
-fn total(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn total(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
     let matches =
         |x: &&Sample| x.metric == metric && labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v));
     s.samples

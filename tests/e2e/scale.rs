@@ -24,6 +24,8 @@ struct Scale {
     gateway: GatewayClient<Channel>,
     serials: Vec<String>,
     exec_port: u16,
+    /// Each executor's admin port (on its own address).
+    admin_port: u16,
     /// Executor processes by the last byte of their address.
     executors: Vec<(u8, Proc)>,
     dir: std::path::PathBuf,
@@ -96,6 +98,12 @@ impl Scale {
             until_listening(s).await;
         }
         let (dev, gw, exe) = (free_port(), free_port(), shared_port());
+        let admin = loop {
+            let p = shared_port();
+            if p != exe {
+                break p;
+            }
+        };
         let dir = std::env::temp_dir().join(format!("droidmesh-scale-{}-{gw}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("hosts"), hosts(replicas)).unwrap();
@@ -106,8 +114,9 @@ host = "127.0.0.1"
 device = {dev}
 gateway = {gw}
 executor = {exe}
-drain_notice_ms = 500
+drain_notice_ms = 3000
 agent_drain_secs = 20
+admin = 0
 
 [endpoints]
 device = "http://127.0.0.1:{dev}"
@@ -158,6 +167,7 @@ model = "scripted-model"
                 }),
             serials,
             exec_port: exe,
+            admin_port: admin,
             executors: Vec::new(),
             dir,
             cfg,
@@ -188,20 +198,46 @@ model = "scripted-model"
         scale
     }
 
-    /// Waits until the gateway has probed every executor in `of` since now (TEMPORARY).
-    async fn until_probed(&self, _of: &[u8]) {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    /// Load reports executor 127.0.0.`last` has answered, from its own `/metrics`.
+    async fn load_reports(&self, last: u8) -> f64 {
+        let addr = format!("127.0.0.{last}:{}", self.admin_port);
+        let Some(scrape) = super::metrics::scrape_at(&addr).await else {
+            return 0.0;
+        };
+        super::metrics::total(
+            &scrape,
+            "rpc_server_requests_total",
+            &[("rpc_method", "GetLoad"), ("rpc_grpc_status_code", "0")],
+        )
+    }
+
+    /// Waits until the gateway has probed every executor in `of` since now: each answered a
+    /// load report it had not answered yet (the test itself asks none meanwhile). A report
+    /// answered once the executor drains says so, so the gateway then knows.
+    async fn until_probed(&self, of: &[u8]) {
+        let mut before = Vec::new();
+        for i in of {
+            before.push(self.load_reports(*i).await);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for (i, seen) in of.iter().zip(before) {
+            while self.load_reports(*i).await <= seen {
+                assert!(
+                    Instant::now() < deadline,
+                    "the gateway never probed 127.0.0.{i}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
     }
 
     async fn start_executor(&mut self, last: u8) {
         let addr = format!("127.0.0.{last}:{}", self.exec_port);
-        let p = Proc::spawn(
-            "executor",
-            &[
-                "--config", &self.cfg, "serve", "executor", "--listen", &addr,
-            ],
-        )
-        .unwrap();
+        let admin = format!("127.0.0.{last}:{}", self.admin_port);
+        let args = [
+            "--config", &self.cfg, "serve", "executor", "--listen", &addr, "--admin", &admin,
+        ];
+        let p = Proc::spawn("executor", &args).unwrap();
         self.executors.push((last, p));
         until_listening(&addr).await;
     }
@@ -390,7 +426,8 @@ async fn an_executor_asked_to_stop_takes_no_new_task_finishes_its_own_and_exits_
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Once the gateway has probed it draining, new tasks all go to the other one.
+    // Once the gateway has probed it draining, new tasks all go to the other one, though it
+    // still takes calls for the 3 s notice (when its count would show any new task).
     mesh.until_probed(&[2]).await;
     let second: Vec<_> = (4..8).map(|i| mesh.task(&mesh.serials[i], 20)).collect();
     let deadline = Instant::now() + Duration::from_secs(20);
