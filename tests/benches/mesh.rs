@@ -41,6 +41,20 @@ struct Mesh {
     _procs: Vec<Proc>,
 }
 
+/// CPU time (user + system) process `pid` has used, from /proc (clock ticks of 10 ms).
+fn cpu_ms(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name, which is in parentheses and may hold spaces.
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks * 10)
+        })
+        .unwrap_or(0)
+}
+
 fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -327,6 +341,7 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
     let agents = ["gateway", "executor"];
     let all = ["sim", "device", "executor", "manager", "gateway"];
     let (idle, idle_all) = (rss(&mesh, &agents), rss(&mesh, &all));
+    let cpu_before: Vec<(String, u64)> = mesh.pids.iter().map(|(s, p)| (s.clone(), cpu_ms(*p))).collect();
     let t = Instant::now();
     let mesh = std::sync::Arc::new(mesh);
     let mut handles = Vec::new();
@@ -349,6 +364,15 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
     }
     let wall = t.elapsed();
     let after_all = rss(&mesh, &all);
+    let cpu: Vec<String> = mesh
+        .pids
+        .iter()
+        .zip(&cpu_before)
+        .map(|((svc, pid), (_, before))| {
+            let used = cpu_ms(*pid).saturating_sub(*before);
+            format!("{svc} {used} ms ({:.0} µs/step)", used as f64 * 1000.0 / (f64::from(steps) * n as f64))
+        })
+        .collect();
     let total = f64::from(steps) * n as f64;
     let rate = total / wall.as_secs_f64();
     let ideal = n as f64 / (llm_ms as f64 / 1000.0);
@@ -364,6 +388,11 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         pct(&mut gaps, 0.99),
         pct(&mut lasts, 0.5),
         pct(&mut lasts, 1.0),
+    );
+    println!(
+        "  CPU used during the run on this {}-core machine: {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu.join(", ")
     );
     println!(
         "  resident memory gateway+executor: idle {idle} kB, {n} tasks active {busy} kB -> {:.2} MB per active task (target <= 4 MB)",
