@@ -341,7 +341,11 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
     let agents = ["gateway", "executor"];
     let all = ["sim", "device", "executor", "manager", "gateway"];
     let (idle, idle_all) = (rss(&mesh, &agents), rss(&mesh, &all));
-    let cpu_before: Vec<(String, u64)> = mesh.pids.iter().map(|(s, p)| (s.clone(), cpu_ms(*p))).collect();
+    let cpu_before: Vec<(String, u64)> = mesh
+        .pids
+        .iter()
+        .map(|(s, p)| (s.clone(), cpu_ms(*p)))
+        .collect();
     let t = Instant::now();
     let mesh = std::sync::Arc::new(mesh);
     let mut handles = Vec::new();
@@ -370,7 +374,10 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         .zip(&cpu_before)
         .map(|((svc, pid), (_, before))| {
             let used = cpu_ms(*pid).saturating_sub(*before);
-            format!("{svc} {used} ms ({:.0} µs/step)", used as f64 * 1000.0 / (f64::from(steps) * n as f64))
+            format!(
+                "{svc} {used} ms ({:.0} µs/step)",
+                used as f64 * 1000.0 / (f64::from(steps) * n as f64)
+            )
         })
         .collect();
     let total = f64::from(steps) * n as f64;

@@ -18,6 +18,7 @@ use tonic::transport::Channel;
 
 mod faults;
 mod metrics;
+mod otlp_metrics;
 mod reasoning;
 mod recovery;
 mod scale;
