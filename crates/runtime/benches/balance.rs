@@ -1,7 +1,10 @@
 //! What balancing costs per call (`cargo bench -p droidmesh-runtime --bench balance`): unary
 //! calls to a real server on loopback through a direct channel, and through the balancer over
 //! one and over three replicas behind a name. Sequential calls, so each figure is one call's
-//! latency; the overhead is the balanced p50 minus the direct p50 (target <= 50 µs).
+//! latency; the overhead is the balanced p50 minus the direct p50 (target <= 50 µs). With
+//! `BENCH_METRICS=1` the process's meter provider is installed first (no exporter), so every
+//! call is also recorded by the servers' RPC metrics layer: comparing two runs gives what the
+//! metrics cost per call.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use droidmesh_proto::v1::GetLoadRequest;
 use droidmesh_proto::v1::replica_service_client::ReplicaServiceClient;
@@ -50,6 +53,14 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main]
 async fn main() {
+    let metrics = std::env::var("BENCH_METRICS").is_ok_and(|v| v == "1");
+    if metrics {
+        droidmesh_runtime::metrics::install("bench", None).unwrap();
+    }
+    println!(
+        "RPC metrics {} (no exporter)",
+        if metrics { "recorded" } else { "not installed" }
+    );
     let ips: Vec<IpAddr> = (2..=4).map(|i| IpAddr::from([127, 0, 0, i])).collect();
     let port = server(ips[0], 0).await;
     for ip in &ips[1..] {
