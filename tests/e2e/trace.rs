@@ -1,6 +1,9 @@
 //! One task is one distributed trace: with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a
 //! collector on loopback, the spans the gateway, executor and device processes export for a
-//! task share one trace id, and each hop's server span is the child of the caller's span.
+//! task share one trace id, and each hop's server span is the child of the caller's span. The
+//! spans follow the OpenTelemetry GenAI conventions (`invoke_agent {agent}`, `chat {model}`,
+//! `execute_tool {tool}`), and with `telemetry.capture_content` on they carry prompts and
+//! completions with every configured secret redacted.
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -106,16 +109,19 @@ async fn a_task_is_one_trace_across_the_processes() {
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ("RUST_LOG", "info"),
         ("DROIDMESH_SECRET_PIN", SECRET),
+        ("DROIDMESH_TELEMETRY__CAPTURE_CONTENT", "true"),
     ];
     let mesh = start_env(
         vec![
-            reply("```javascript\nopen_app('Settings')\n```"),
-            reply("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
+            counted("```javascript\nopen_app('Settings')\n```", USAGE[0]),
+            counted("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```", USAGE[1]),
             reply("```javascript\nopen_app('Notes')\n```"),
             reply("```javascript\nconst f = ui_state.find(e => e.editable);\ntype_secret('PIN', f.index);\n```"),
             // A later step: the model sees the screen with the secret typed into it.
             reply("```javascript\nconst g = ui_state.find(e => e.editable);\nconsole.log('field shows', g.text);\n```"),
             reply("```javascript\ncomplete(true, 'typed')\n```"),
+            // A goal that holds the secret's value: the model is sent it, no span shows it.
+            reply("```javascript\ncomplete(true, 'noted')\n```"),
         ],
         &env,
     )
@@ -172,6 +178,7 @@ async fn a_task_is_one_trace_across_the_processes() {
             .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap")),
         "the tap is not in the trace: {names:#?}"
     );
+    genai_spans(&trace, &events[0].task_id, &mesh.serials[0]);
 
     // A task that types a secret: its value reaches the phone but no span of any process.
     let events = run(
@@ -206,23 +213,50 @@ async fn a_task_is_one_trace_across_the_processes() {
     let shown = format!("{events:?}");
     assert!(!shown.contains(SECRET), "an event holds the secret");
     assert!(shown.contains("field shows"), "the later step did not run");
+    let noted = run(
+        &mesh,
+        TaskRequest {
+            goal: format!("Note that the door code is {SECRET}"),
+            device: mesh.serials[1].clone(),
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    assert!(completed(&noted).success, "{noted:#?}");
     let typed_secret = |spans: &[Got]| {
         spans.iter().any(|g| {
-            g.service == "droidmesh-executor"
-                && g.span
-                    .attributes
-                    .iter()
-                    .any(|kv| format!("{kv:?}").contains("type_secret"))
+            g.service == "droidmesh-executor" && g.span.name == "execute_tool type_secret"
         }) && spans
             .iter()
             .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"))
     };
+    // The content is captured: the goal's words reach the chat span, the secret in it does not.
+    let captured = |spans: &[Got]| {
+        spans.iter().any(|g| {
+            attr(&g.span, "gen_ai.input.messages")
+                .is_some_and(|m| m.contains("door code is [REDACTED]"))
+        })
+    };
     let spans = collector
-        .spans_when(Duration::from_secs(10), |s| typed_secret(s))
+        .spans_when(Duration::from_secs(10), |s| typed_secret(s) && captured(s))
         .await;
     assert!(
         typed_secret(&spans),
         "the type_secret call and its TypeText are not in the trace"
+    );
+    assert!(
+        captured(&spans),
+        "no chat span captured the goal with the secret redacted: {:#?}",
+        spans
+            .iter()
+            .filter_map(|g| attr(&g.span, "gen_ai.input.messages"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        spans
+            .iter()
+            .any(|g| attr(&g.span, "gen_ai.output.messages").is_some_and(|m| m.contains("noted"))),
+        "no chat span captured a completion"
     );
     for g in &spans {
         let text = format!("{:?}", g.span);
@@ -243,6 +277,106 @@ async fn a_task_is_one_trace_across_the_processes() {
 }
 
 const SECRET: &str = "4711-2342-zz";
+
+/// Token counts the model double reports for the first task's two replies.
+const USAGE: [(u64, u64); 2] = [(401, 31), (402, 32)];
+
+fn counted(text: &str, (input, output): (u64, u64)) -> MockResponse {
+    MockResponse::success(WireFormat::Openai, text, "scripted-model", input, output)
+}
+
+/// A span's attribute as text (strings as they are, other values as they print).
+fn attr(span: &Span, key: &str) -> Option<String> {
+    let value = span.attributes.iter().find(|kv| kv.key == key)?.value.as_ref()?;
+    Some(match value.value.as_ref()? {
+        any_value::Value::StringValue(s) => s.clone(),
+        any_value::Value::IntValue(i) => i.to_string(),
+        any_value::Value::BoolValue(b) => b.to_string(),
+        any_value::Value::DoubleValue(d) => d.to_string(),
+        other => format!("{other:?}"),
+    })
+}
+
+/// The first task's trace names its spans per the GenAI conventions, labels each with the
+/// task, the device and the step, and its chat spans count the tokens the model reported.
+fn genai_spans(trace: &[Got], task_id: &str, serial: &str) {
+    let names = span_names(trace);
+    let named = |service: &str, name: &str| -> Vec<&Span> {
+        trace
+            .iter()
+            .filter(|g| g.service == service && g.span.name == name)
+            .map(|g| &g.span)
+            .collect()
+    };
+    let one = |service: &str, name: &str| -> &Span {
+        let found = named(service, name);
+        assert_eq!(found.len(), 1, "one {service} `{name}` span expected: {names:#?}");
+        found[0]
+    };
+    let has = |span: &Span, key: &str, want: &str| {
+        assert_eq!(
+            attr(span, key).as_deref(),
+            Some(want),
+            "{key} of `{}`: {:?}",
+            span.name,
+            span.attributes
+        );
+    };
+    let task = one("droidmesh-gateway", "invoke_agent droidmesh");
+    let run = one("droidmesh-executor", "invoke_agent executor");
+    for (span, agent) in [(task, "droidmesh"), (run, "executor")] {
+        has(span, "gen_ai.operation.name", "invoke_agent");
+        has(span, "gen_ai.agent.name", agent);
+        has(span, "droidmesh.task.id", task_id);
+        has(span, "droidmesh.device.serial", serial);
+        assert!(attr(span, "error.type").is_none(), "{:?}", span.attributes);
+    }
+    has(task, "droidmesh.mode", "direct");
+    // Tool calls: the executor's, per step, each with its call id.
+    for (tool, step) in [("open_app", "1"), ("tap", "2"), ("complete", "2")] {
+        let span = one("droidmesh-executor", &format!("execute_tool {tool}"));
+        has(span, "gen_ai.operation.name", "execute_tool");
+        has(span, "gen_ai.tool.name", tool);
+        has(span, "gen_ai.tool.type", "extension");
+        has(span, "droidmesh.task.id", task_id);
+        has(span, "droidmesh.device.serial", serial);
+        has(span, "droidmesh.step", step);
+        assert!(attr(span, "gen_ai.tool.call.id").is_some(), "{:?}", span.attributes);
+    }
+    // The device service's own span of the tap knows the task from the lease.
+    let tap = one("droidmesh-device", "execute_tool tap");
+    has(tap, "droidmesh.task.id", task_id);
+    has(tap, "droidmesh.device.serial", serial);
+    // Model calls: `chat {model}`, one per step, counting what the double reported.
+    let chats = named("droidmesh-executor", "chat scripted-model");
+    let mut counts: Vec<(u64, u64)> = chats
+        .iter()
+        .map(|span| {
+            has(span, "gen_ai.operation.name", "chat");
+            has(span, "droidmesh.task.id", task_id);
+            has(span, "droidmesh.device.serial", serial);
+            let n = |k: &str| attr(span, k).and_then(|v| v.parse().ok()).unwrap_or(0);
+            (
+                n("gen_ai.usage.input_tokens"),
+                n("gen_ai.usage.output_tokens"),
+            )
+        })
+        .collect();
+    counts.sort_unstable();
+    assert_eq!(counts, USAGE.to_vec(), "chat spans: {names:#?}");
+    let mut steps: Vec<String> = chats
+        .iter()
+        .filter_map(|s| attr(s, "droidmesh.step"))
+        .collect();
+    steps.sort();
+    assert_eq!(steps, ["1", "2"]);
+    // Capture is on in this test: the prompt of step 1 holds the goal.
+    assert!(
+        chats.iter().any(|s| attr(s, "gen_ai.input.messages")
+            .is_some_and(|m| m.contains("Open Settings and turn on Wi-Fi"))),
+        "no chat span captured the prompt"
+    );
+}
 
 /// The spans of the first task's trace (the one holding the gateway's RunTask span), once every
 /// service in `services` has exported a span of it and `done` holds (or after 10 s); asserts
