@@ -41,8 +41,17 @@ pub struct Routed {
     pub answer: String,
 }
 
-fn invoke_span(agent: Agent, task_id: &str, step: u32) -> tracing::Span {
+fn invoke_span(
+    agent: Agent,
+    task_id: &str,
+    binding: Option<&DeviceBinding>,
+    step: u32,
+) -> tracing::Span {
     let name = agent.name();
+    let serial = binding
+        .and_then(|b| b.lease.as_ref())
+        .map(|l| l.serial.as_str())
+        .filter(|s| !s.is_empty());
     tracing::info_span!(
         "invoke_agent",
         otel.name = %format!("invoke_agent {name}"),
@@ -50,13 +59,15 @@ fn invoke_span(agent: Agent, task_id: &str, step: u32) -> tracing::Span {
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.name = name,
         droidmesh.task.id = %task_id,
+        droidmesh.device.serial = serial,
         droidmesh.step = step,
+        error.type = tracing::field::Empty,
     )
 }
 
 /// Asks the manager for a plan.
 pub async fn plan(deps: &Deps, req: PlanRequest, step: u32) -> Result<PlanResponse, PeerError> {
-    let span = invoke_span(Agent::Manager, &req.task_id, step);
+    let span = invoke_span(Agent::Manager, &req.task_id, req.device.as_ref(), step);
     let mut manager = deps.agents.manager.clone();
     let endpoint = deps.agents.endpoint(Agent::Manager);
     let call = async move {
@@ -65,13 +76,17 @@ pub async fn plan(deps: &Deps, req: PlanRequest, step: u32) -> Result<PlanRespon
             Err(s) => Err(PeerError::call_checked(Agent::Manager.name(), endpoint, &s).await),
         }
     };
-    match within(deps, call).instrument(span).await {
+    let planned = match within(deps, call).instrument(span.clone()).await {
         Ok(r) => r,
         Err(limit) => Err(PeerError::new(
             Agent::Manager.name(),
             &tonic::Status::deadline_exceeded(limit),
         )),
+    };
+    if planned.is_err() {
+        span.record("error.type", "agent_call_failed");
     }
+    planned
 }
 
 /// Runs an agent call under the gateway's `agent_call_timeout_ms`; the error says how long
@@ -105,7 +120,7 @@ pub async fn route(
         reason,
         context: context.clone(),
     }));
-    let span = invoke_span(agent, &parts.task_id, subgoal.number);
+    let span = invoke_span(agent, &parts.task_id, Some(&parts.binding), subgoal.number);
     let call = async {
         match agent {
             Agent::Executor => executor(deps, entry, parts, subgoal, context).await,

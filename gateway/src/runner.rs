@@ -64,6 +64,8 @@ pub async fn run<D: Driver>(
         return; // ended while queued; already recorded
     };
     entry.update(|t| t.device = lease.serial.clone());
+    // The task's span (see `service::task_span`), when the lease came after it began.
+    tracing::Span::current().record("droidmesh.device.serial", lease.serial.as_str());
     set_state(
         &entry,
         TaskState::Running,

@@ -60,16 +60,24 @@ impl GatewayService {
     ) {
         // The task runs under its own span, a child of this RPC's span: every agent call it
         // makes (and the device calls those make) joins the caller's trace.
-        let span = tracing::info_span!("task", task = %entry.id);
+        let span = task_span(&entry.id, &req, lease.as_ref());
         let deps = self.deps.clone();
         let store = self.store.clone();
         let e = entry.clone();
+        let ended = move || {
+            let state = entry.state();
+            if state != TaskState::Succeeded {
+                let kind = state.as_str_name().trim_start_matches("TASK_STATE_");
+                tracing::Span::current().record("error.type", kind.to_ascii_lowercase());
+            }
+            store.ended(&entry)
+        };
         if req.mode == Mode::Reasoning as i32 {
             let run = runner::run(ReasoningDriver, deps, e, req, lease, control);
             tokio::spawn(
                 async move {
                     run.await;
-                    store.ended(&entry)
+                    ended()
                 }
                 .instrument(span),
             );
@@ -78,7 +86,7 @@ impl GatewayService {
             tokio::spawn(
                 async move {
                     run.await;
-                    store.ended(&entry)
+                    ended()
                 }
                 .instrument(span),
             );
@@ -133,6 +141,29 @@ impl GatewayService {
             .get(id)
             .ok_or_else(|| GatewayError::TaskNotFound { id: id.to_owned() })
     }
+}
+
+/// The task's span: the whole mesh invoked as one agent, `invoke_agent droidmesh` (its agents'
+/// invocations are its descendants). The device is recorded once leased when the task had to
+/// wait for one; `error.type` is the final state of a task that did not succeed.
+fn task_span(id: &str, req: &TaskRequest, lease: Option<&Lease>) -> tracing::Span {
+    let conversation = Some(req.conversation_id.as_str()).filter(|c| !c.is_empty());
+    let mode = if req.mode == Mode::Reasoning as i32 {
+        "reasoning"
+    } else {
+        "direct"
+    };
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent droidmesh",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = "droidmesh",
+        gen_ai.conversation.id = conversation,
+        droidmesh.task.id = %id,
+        droidmesh.device.serial = lease.map(|l| l.serial.as_str()),
+        droidmesh.mode = mode,
+        error.type = tracing::field::Empty,
+    )
 }
 
 #[tonic::async_trait]

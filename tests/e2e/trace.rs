@@ -1,6 +1,9 @@
 //! One task is one distributed trace: with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a
 //! collector on loopback, the spans the gateway, executor and device processes export for a
-//! task share one trace id, and each hop's server span is the child of the caller's span.
+//! task share one trace id, and each hop's server span is the child of the caller's span. The
+//! spans follow the OpenTelemetry GenAI conventions (`invoke_agent {agent}`, `chat {model}`,
+//! `execute_tool {tool}`), and with `telemetry.capture_content` on they carry prompts and
+//! completions with every configured secret redacted.
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +18,10 @@ use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::Span;
 
 use super::*;
+
+#[path = "trace_genai.rs"]
+mod genai;
+use genai::{USAGE, attr, counted, genai_spans};
 
 /// A span as the collector received it, with the service that sent it.
 #[derive(Debug, Clone)]
@@ -106,16 +113,19 @@ async fn a_task_is_one_trace_across_the_processes() {
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ("RUST_LOG", "info"),
         ("DROIDMESH_SECRET_PIN", SECRET),
+        ("DROIDMESH_TELEMETRY__CAPTURE_CONTENT", "true"),
     ];
     let mesh = start_env(
         vec![
-            reply("```javascript\nopen_app('Settings')\n```"),
-            reply("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```"),
+            counted("```javascript\nopen_app('Settings')\n```", USAGE[0]),
+            counted("```javascript\nconst w = ui_state.find(e => e.text === 'Wi-Fi');\ntap(w.index);\ncomplete(true, 'Wi-Fi is on')\n```", USAGE[1]),
             reply("```javascript\nopen_app('Notes')\n```"),
             reply("```javascript\nconst f = ui_state.find(e => e.editable);\ntype_secret('PIN', f.index);\n```"),
             // A later step: the model sees the screen with the secret typed into it.
             reply("```javascript\nconst g = ui_state.find(e => e.editable);\nconsole.log('field shows', g.text);\n```"),
             reply("```javascript\ncomplete(true, 'typed')\n```"),
+            // A goal that holds the secret's value: the model is sent it, no span shows it.
+            reply("```javascript\ncomplete(true, 'noted')\n```"),
         ],
         &env,
     )
@@ -172,6 +182,7 @@ async fn a_task_is_one_trace_across_the_processes() {
             .any(|g| g.service == "droidmesh-device" && g.span.name.contains("Tap")),
         "the tap is not in the trace: {names:#?}"
     );
+    genai_spans(&trace, &events[0].task_id, &mesh.serials[0]);
 
     // A task that types a secret: its value reaches the phone but no span of any process.
     let events = run(
@@ -206,23 +217,51 @@ async fn a_task_is_one_trace_across_the_processes() {
     let shown = format!("{events:?}");
     assert!(!shown.contains(SECRET), "an event holds the secret");
     assert!(shown.contains("field shows"), "the later step did not run");
+    let noted = run(
+        &mesh,
+        TaskRequest {
+            goal: format!("Note that the door code is {SECRET}"),
+            device: mesh.serials[1].clone(),
+            ..TaskRequest::default()
+        },
+    )
+    .await;
+    assert!(completed(&noted).success, "{noted:#?}");
     let typed_secret = |spans: &[Got]| {
-        spans.iter().any(|g| {
-            g.service == "droidmesh-executor"
-                && g.span
-                    .attributes
-                    .iter()
-                    .any(|kv| format!("{kv:?}").contains("type_secret"))
-        }) && spans
+        spans
             .iter()
-            .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"))
+            .any(|g| g.service == "droidmesh-executor" && g.span.name == "execute_tool type_secret")
+            && spans
+                .iter()
+                .any(|g| g.service == "droidmesh-device" && g.span.name.contains("TypeText"))
+    };
+    // The content is captured: the goal's words reach the chat span, the secret in it does not.
+    let captured = |spans: &[Got]| {
+        spans.iter().any(|g| {
+            attr(&g.span, "gen_ai.input.messages")
+                .is_some_and(|m| m.contains("Note that the door code is"))
+        })
     };
     let spans = collector
-        .spans_when(Duration::from_secs(10), |s| typed_secret(s))
+        .spans_when(Duration::from_secs(10), |s| typed_secret(s) && captured(s))
         .await;
     assert!(
         typed_secret(&spans),
         "the type_secret call and its TypeText are not in the trace"
+    );
+    assert!(
+        captured(&spans),
+        "no chat span captured the goal: {:#?}",
+        spans
+            .iter()
+            .filter_map(|g| attr(&g.span, "gen_ai.input.messages"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        spans
+            .iter()
+            .any(|g| attr(&g.span, "gen_ai.output.messages").is_some_and(|m| m.contains("noted"))),
+        "no chat span captured a completion"
     );
     for g in &spans {
         let text = format!("{:?}", g.span);
@@ -233,6 +272,11 @@ async fn a_task_is_one_trace_across_the_processes() {
             g.span.name
         );
     }
+    assert!(
+        spans.iter().any(|g| attr(&g.span, "gen_ai.input.messages")
+            .is_some_and(|m| m.contains("door code is [REDACTED]"))),
+        "the secret in the goal is not shown redacted"
+    );
     let ui = mesh
         .adb
         .shell(&mesh.serials[1], "uiautomator dump /dev/tty")

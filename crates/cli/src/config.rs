@@ -114,6 +114,10 @@ impl Default for Endpoints {
 pub struct Telemetry {
     /// Log JSON lines instead of text.
     pub json: bool,
+    /// Record prompts and completions on `chat` spans (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`), every `DROIDMESH_SECRET_*` value redacted, at most 16 KiB
+    /// of text each. Off by default: content may hold personal data.
+    pub capture_content: bool,
 }
 
 impl Validate for Config {

@@ -72,7 +72,13 @@ fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
         .llm
         .clone()
         .unwrap_or_else(droidmesh_llm::LlmConfig::defaults);
-    droidmesh_llm::LlmClient::from_config(&llm).context("llm config is not usable")
+    // The secrets' values are redacted from captured content in every service, not only the
+    // executor that types them.
+    let secrets = droidmesh_executor::secrets_from_env().into_values();
+    let capture = droidmesh_llm::ContentCapture::new(config.telemetry.capture_content, secrets);
+    Ok(droidmesh_llm::LlmClient::from_config(&llm)
+        .context("llm config is not usable")?
+        .with_content_capture(capture))
 }
 
 /// Builds a service's routes from the config (nothing is bound yet), with its drain: agents

@@ -1,5 +1,8 @@
 //! The entry point: `LlmClient` built from config, chat by profile name or explicit target, and
-//! the `ChatModel` trait agents hold as `Arc<dyn ChatModel>`. One `chat {model}` span per call.
+//! the `ChatModel` trait agents hold as `Arc<dyn ChatModel>`. One `chat {model}` span per call,
+//! labelled with the request's [`crate::CallTags`]; prompt and completion on it only when the
+//! client's [`ContentCapture`] is on.
+use crate::capture::ContentCapture;
 use crate::config::{LlmConfig, ProfileConfig, ProviderConfig, Secret, WireFormat};
 use crate::error::{LlmError, Result};
 use crate::message::{ChatRequest, ChatResponse};
@@ -123,6 +126,7 @@ struct Inner {
 #[derive(Clone)]
 pub struct LlmClient {
     inner: Arc<Inner>,
+    capture: Arc<ContentCapture>,
 }
 
 impl fmt::Debug for LlmClient {
@@ -163,7 +167,14 @@ impl LlmClient {
                 backends,
                 profiles: config.profiles.clone(),
             }),
+            capture: Arc::default(),
         })
+    }
+
+    /// Whether (and with which secrets redacted) chat spans record prompts and completions.
+    pub fn with_content_capture(mut self, capture: ContentCapture) -> Self {
+        self.capture = Arc::new(capture);
+        self
     }
 
     /// One chat call to `target` (a profile name, or a [`ProfileConfig`]).
@@ -244,6 +255,7 @@ impl LlmClient {
             backend,
             profile,
             agent,
+            capture: self.capture.clone(),
         })
     }
 }
@@ -353,6 +365,7 @@ pub struct BoundModel {
     profile: ProfileConfig,
     /// The agent profile named by the target, when it named one.
     agent: Option<String>,
+    capture: Arc<ContentCapture>,
 }
 
 impl fmt::Debug for BoundModel {
@@ -383,6 +396,7 @@ impl BoundModel {
         req.temperature = req.temperature.or(self.profile.temperature);
         req.max_tokens = req.max_tokens.or(Some(self.profile.limits().max_tokens));
         let model = self.profile.model.as_str();
+        let tags = &req.tags;
         let span = tracing::info_span!(
             "chat",
             otel.name = %format!("chat {model}"),
@@ -400,8 +414,18 @@ impl BoundModel {
             droidmesh.llm.attempts = tracing::field::Empty,
             droidmesh.llm.elapsed_ms = tracing::field::Empty,
             error.type = tracing::field::Empty,
+            droidmesh.task.id = (!tags.task_id.is_empty()).then_some(tags.task_id.as_str()),
+            droidmesh.device.serial =
+                (!tags.device_serial.is_empty()).then_some(tags.device_serial.as_str()),
+            droidmesh.step = tags.step,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
         );
         let started = std::time::Instant::now();
+        let input = self
+            .capture
+            .enabled()
+            .then(|| self.capture.input_messages(&req));
         let result = self.call(model, req).instrument(span.clone()).await;
         crate::metrics::record(
             &self.backend.label,
@@ -432,6 +456,13 @@ impl BoundModel {
                     span.record("droidmesh.llm.elapsed_ms", crate::message::millis(elapsed));
                 }
                 tracing::warn!(parent: &span, error.type = e.kind(), status = e.status(), "llm call failed");
+            }
+        }
+        // Last, so that no event of this span carries the content into a log.
+        if let Some(input) = input {
+            span.record("gen_ai.input.messages", input);
+            if let Ok(resp) = &result {
+                span.record("gen_ai.output.messages", self.capture.output_messages(resp));
             }
         }
         result

@@ -11,6 +11,7 @@
 //! println!("{} ({} tokens in)", resp.text, resp.usage.input_tokens);
 //! # Ok(()) }
 //! ```
+mod capture;
 mod client;
 mod config;
 mod error;
@@ -25,6 +26,7 @@ pub mod testkit;
 mod transport;
 mod wire;
 
+pub use capture::{CallTags, ContentCapture, DEFAULT_CAPTURE_BYTES, REDACTED, TRUNCATED};
 pub use client::{BoundModel, BoxFuture, ChatModel, ChatTarget, LlmClient, ModelOverride};
 pub use config::{
     AGENT_PROFILES, DEFAULT_MAX_TOKENS, DEFAULT_PROFILE, LlmConfig, ProfileConfig, ProviderConfig,

@@ -121,6 +121,8 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
     pub stop: Vec<String>,
+    /// The task, device and step the call serves, for its span; never sent.
+    pub tags: crate::capture::CallTags,
 }
 
 impl ChatRequest {
@@ -143,6 +145,12 @@ impl ChatRequest {
 
     pub fn stop(mut self, s: impl Into<String>) -> Self {
         self.stop.push(s.into());
+        self
+    }
+
+    /// Labels the call's `chat` span with the task, device and step it serves.
+    pub fn tagged(mut self, tags: crate::capture::CallTags) -> Self {
+        self.tags = tags;
         self
     }
 

@@ -5,8 +5,8 @@
 //! thread: a scoped `set_default` races with other tests registering the same callsites, which
 //! can cache "not interested" for the `chat` span.
 use crate::support::{KEY, MODEL, client_for, hello};
-use droidmesh_llm::WireFormat;
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+use droidmesh_llm::{CallTags, ChatRequest, ContentCapture, Message, WireFormat};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -152,5 +152,51 @@ async fn chat_span_carries_genai_attributes_and_no_secrets() {
     assert!(
         everything.contains("llm call failed"),
         "the failure is logged: {everything}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn chat_span_carries_the_call_s_tags_and_redacted_content_when_capture_is_on() {
+    const CANARY: &str = "canary-7f3e-0042";
+    let (capture, _reset) = capture_this_thread();
+    let server = MockLlmServer::start([MockResponse::success(
+        WireFormat::Openai,
+        &format!("I will type {CANARY} now"),
+        "test-model-0613",
+        42,
+        7,
+    )])
+    .await
+    .unwrap();
+    let client = client_for(WireFormat::Openai, &server)
+        .with_content_capture(ContentCapture::on(vec![CANARY.to_owned()]));
+    let req = ChatRequest::new(vec![
+        Message::system("be brief"),
+        Message::user(format!("the PIN is {CANARY}")),
+    ])
+    .tagged(CallTags::new("task-1").device("emulator-5554").step(3));
+    client.chat("executor", req).await.unwrap();
+
+    let spans = capture.spans.lock().unwrap().clone();
+    let chat = spans
+        .iter()
+        .find(|(n, _)| n == "chat")
+        .map(|(_, f)| f)
+        .unwrap();
+    assert_eq!(chat.get("droidmesh.task.id").unwrap(), "task-1");
+    assert_eq!(
+        chat.get("droidmesh.device.serial").unwrap(),
+        "emulator-5554"
+    );
+    assert_eq!(chat.get("droidmesh.step").unwrap(), "3");
+    let input = chat.get("gen_ai.input.messages").unwrap();
+    assert!(input.contains("be brief"), "{input}");
+    assert!(input.contains("the PIN is [REDACTED]"), "{input}");
+    let output = chat.get("gen_ai.output.messages").unwrap();
+    assert!(output.contains("I will type [REDACTED] now"), "{output}");
+    let everything = format!("{spans:?} {:?}", capture.events.lock().unwrap());
+    assert!(
+        !everything.contains(CANARY),
+        "the canary leaked: {everything}"
     );
 }

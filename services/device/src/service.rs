@@ -130,6 +130,12 @@ impl DeviceServiceImpl {
     {
         let serial = lease.map(|l| l.serial.clone()).unwrap_or_default();
         let span = tool_span(tool, &serial);
+        // The gateway leases a task's device under the task's id.
+        if let Some(holder) = self.inner.leases.info(&serial).map(|l| l.holder)
+            && holder.starts_with("task-")
+        {
+            span.record("droidmesh.task.id", holder);
+        }
         async {
             let started = Instant::now();
             let slot = self.leased(lease).await?;
@@ -174,7 +180,9 @@ fn tool_span(tool: &'static str, serial: &str) -> tracing::Span {
         otel.name = %format!("execute_tool {tool}"),
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool,
-        device.serial = %serial,
+        gen_ai.tool.type = "extension",
+        droidmesh.device.serial = %serial,
+        droidmesh.task.id = tracing::field::Empty,
         error.type = tracing::field::Empty,
     )
 }

@@ -63,6 +63,11 @@ impl ToolCtx {
         }
     }
 
+    /// The leased device's serial.
+    pub fn serial(&self) -> &str {
+        &self.lease.serial
+    }
+
     /// The signals gathered since the last call, leaving none behind.
     pub fn take_signals(&self) -> Signals {
         std::mem::take(&mut *self.signals.lock().unwrap_or_else(|p| p.into_inner()))

@@ -21,6 +21,7 @@ pub mod model;
 pub mod observe;
 pub mod sandbox_tools;
 pub mod service;
+pub mod spans;
 mod subgoal;
 
 use std::collections::HashMap;

@@ -18,6 +18,7 @@ use tonic::Status;
 use tracing::Instrument as _;
 
 use crate::device_tools::ToolCtx;
+use crate::spans::{self, ToolCallTags};
 
 /// The tools of one CodeAct run, with the events and the span their calls report to.
 pub struct SandboxTools {
@@ -28,6 +29,9 @@ pub struct SandboxTools {
     /// The run's span: tool calls start on the sandbox's thread, outside any span, so each
     /// call's span is parented on this one to stay in the task's trace.
     span: tracing::Span,
+    /// The task the calls serve and the step running now, for the calls' spans.
+    task_id: String,
+    step: AtomicU32,
 }
 
 impl SandboxTools {
@@ -39,7 +43,20 @@ impl SandboxTools {
             events,
             calls: AtomicU32::new(0),
             span: tracing::Span::current(),
+            task_id: String::new(),
+            step: AtomicU32::new(0),
         }
+    }
+
+    /// Labels the calls' spans with `task_id`.
+    pub fn for_task(mut self, task_id: &str) -> Self {
+        self.task_id = task_id.to_owned();
+        self
+    }
+
+    /// The step whose script runs next (labels its calls' spans).
+    pub fn set_step(&self, step: u32) {
+        self.step.store(step, Ordering::Relaxed);
     }
 
     /// The dispatcher's context (its signals are read after each step).
@@ -71,8 +88,19 @@ impl SandboxTools {
         }))
         .await;
         let started = Instant::now();
-        let span = tracing::info_span!(parent: &self.span, "tool", tool = %name, call_id);
-        let done = self.ctx.dispatch(tool, &args).instrument(span).await;
+        let step = self.step.load(Ordering::Relaxed);
+        let tags = ToolCallTags {
+            task_id: &self.task_id,
+            serial: self.ctx.serial(),
+            step: (step > 0).then_some(step),
+            call_id: Some(call_id),
+        };
+        let span = self.span.in_scope(|| spans::execute_tool(name, &tags));
+        let done = self
+            .ctx
+            .dispatch(tool, &args)
+            .instrument(span.clone())
+            .await;
         let (mut result, value) = match done {
             Ok((r, v)) => (r, Ok(v)),
             Err(e) => (
@@ -88,6 +116,9 @@ impl SandboxTools {
         };
         if result.duration_us == 0 {
             result.duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        }
+        if !result.success {
+            spans::failed(&span, "tool_failed");
         }
         let failed = (!result.success).then(|| {
             result

@@ -62,17 +62,22 @@ impl ExecutorService for Executor {
     ) -> Result<Response<ExecuteSubgoalResponse>, Status> {
         let req = r.into_inner();
         // Under the RPC's span, so the device calls join the caller's trace.
-        let span = tracing::info_span!(
-            "invoke_agent executor",
-            task = %req.task_id,
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = "executor",
-        );
-        execute_subgoal(self, req)
-            .instrument(span)
-            .await
-            .map(Response::new)
-            .map_err(to_status)
+        let serial = req
+            .device
+            .as_ref()
+            .and_then(|d| d.lease.as_ref())
+            .map(|l| l.serial.clone())
+            .unwrap_or_default();
+        let span = crate::spans::invoke_agent(&req.task_id, &serial);
+        let done = execute_subgoal(self, req).instrument(span.clone()).await;
+        match &done {
+            Err(_) => crate::spans::failed(&span, "rpc_error"),
+            Ok(r) if !r.result.as_ref().is_some_and(|r| r.success) => {
+                crate::spans::failed(&span, "subgoal_failed");
+            }
+            Ok(_) => {}
+        }
+        done.map(Response::new).map_err(to_status)
     }
 }
 
@@ -145,7 +150,7 @@ impl Executor {
                 start.max_steps
             )));
         }
-        let (device, _lease) = self.device_for(start.device.as_ref())?;
+        let (device, lease) = self.device_for(start.device.as_ref())?;
         let (tx, rx) = mpsc::channel(64);
         // Steering messages: forwarded until the gateway closes its side. A full queue holds
         // the reader back, and HTTP/2 flow control the gateway.
@@ -177,7 +182,8 @@ impl Executor {
         };
         tracing::info!(%task, "codeact run started");
         // The run keeps this RPC's trace: its device calls are children of the gateway's task.
-        tokio::spawn(run.run().instrument(tracing::info_span!("codeact", %task)));
+        let span = crate::spans::invoke_agent(&task, &lease.serial);
+        tokio::spawn(run.run().instrument(span));
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))

@@ -12,7 +12,7 @@ use std::time::Instant;
 use droidmesh_agent::parse::{ExecutorAction, parse_executor};
 use droidmesh_agent::prompts::{ActionRecord, ExecutorSystem, handoff_text};
 use droidmesh_agent::tools::{self, ATOMIC_ACTIONS, ToolSpec};
-use droidmesh_llm::{ChatRequest, Message};
+use droidmesh_llm::{CallTags, ChatRequest, Message};
 use droidmesh_proto::v1::{ActionResult, ExecuteSubgoalRequest, ExecuteSubgoalResponse};
 use droidmesh_proto::{json_to_struct, struct_to_json};
 use serde_json::{Map, Value, json};
@@ -23,6 +23,7 @@ use crate::error::ExecutorError;
 use crate::model::{allowed_secrets, describe_model, is_unusable, usage_report};
 use crate::observe::{Observed, observe};
 use crate::service::Executor;
+use crate::spans::{self, ToolCallTags};
 
 const AGENT: &str = "executor";
 
@@ -94,7 +95,8 @@ pub(crate) async fn execute_subgoal(
     if attach && let Some(shot) = shot {
         user = user.with_image_png(shot.png);
     }
-    let request = ChatRequest::new(vec![Message::system(system), user]);
+    let tags = CallTags::new(req.task_id.as_str()).device(lease.serial.as_str());
+    let request = ChatRequest::new(vec![Message::system(system), user]).tagged(tags);
     let response = match exec.llm.chat(target, request).await {
         Ok(r) => r,
         Err(source) if is_unusable(&source) => {
@@ -133,7 +135,7 @@ pub(crate) async fn execute_subgoal(
     } else {
         let secrets = allowed_secrets(&exec.secrets, &req.secret_ids);
         let ctx = ToolCtx::new(device, lease, secrets, AGENT);
-        act(&ctx, &atomic, &parsed, started).await
+        act(&ctx, &req.task_id, &atomic, &parsed, started).await
     };
     Ok(respond(result, reply, Some(usage)))
 }
@@ -218,6 +220,7 @@ fn failed(error: String, data: Option<Value>, started: Instant) -> ActionResult 
 /// Resolves the action among the atomic ones, checks its arguments and performs it.
 async fn act(
     ctx: &ToolCtx,
+    task_id: &str,
     atomic: &[ToolSpec],
     parsed: &ExecutorAction,
     started: Instant,
@@ -261,8 +264,21 @@ async fn act(
         .filter(|(_, v)| !v.is_null())
         .map(|(p, v)| (p.name.to_owned(), v.clone()))
         .collect();
-    let span = tracing::info_span!("tool", tool = %spec.name);
-    match ctx.dispatch(spec.tool, &args).instrument(span).await {
+    let tags = ToolCallTags {
+        task_id,
+        serial: ctx.serial(),
+        step: None,
+        call_id: None,
+    };
+    let span = spans::execute_tool(spec.name, &tags);
+    let done = ctx
+        .dispatch(spec.tool, &args)
+        .instrument(span.clone())
+        .await;
+    if !done.as_ref().is_ok_and(|(r, _)| r.success) {
+        spans::failed(&span, "tool_failed");
+    }
+    match done {
         Ok((r, value)) => {
             let data = json!({
                 "action": spec.name,

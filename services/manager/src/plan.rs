@@ -6,7 +6,7 @@
 //! A reply the parser cannot act on is not an RPC error: the response then carries no decision
 //! and one parse warning, worded for the model, which the caller shows it at the next call.
 use droidmesh_agent::parse::{self, ManagerOutput, SubgoalKind};
-use droidmesh_llm::{ChatRequest, Message};
+use droidmesh_llm::{CallTags, ChatRequest, Message};
 use droidmesh_proto::v1::{
     Accomplished, HumanHelpRequest, PlanRequest, PlanResponse, Subgoal, subgoal,
 };
@@ -38,7 +38,12 @@ pub(crate) async fn plan(m: &Manager, r: PlanRequest) -> Result<PlanResponse, Ma
     if let Some(shot) = screenshot {
         message = message.with_image_png(shot.png.clone());
     }
-    let reply = model.chat(&m.llm, ChatRequest::new(vec![message])).await?;
+    let serial = r.device.as_ref().and_then(|d| d.lease.as_ref());
+    let tags = CallTags::new(r.task_id.as_str())
+        .device(serial.map(|l| l.serial.as_str()).unwrap_or_default())
+        .step(r.step);
+    let request = ChatRequest::new(vec![message]).tagged(tags);
+    let reply = model.chat(&m.llm, request).await?;
     let mut tally = Tally::default();
     tally.add(&reply);
     let usage = Some(tally.report(AGENT));

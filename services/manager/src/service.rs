@@ -39,12 +39,27 @@ impl ManagerService for Manager {
         let r = r.into_inner();
         check_task_id(&r.task_id)?;
         // Under the RPC's span, so the device read and the model call join the caller's trace.
-        let span = tracing::info_span!("plan", task = %r.task_id, step = r.step);
-        crate::plan::plan(self, r)
-            .instrument(span)
-            .await
-            .map(Response::new)
-            .map_err(to_status)
+        let serial = r
+            .device
+            .as_ref()
+            .and_then(|d| d.lease.as_ref())
+            .map(|l| l.serial.as_str())
+            .filter(|s| !s.is_empty());
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = "invoke_agent manager",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = "manager",
+            droidmesh.task.id = %r.task_id,
+            droidmesh.device.serial = serial,
+            droidmesh.step = r.step,
+            error.type = tracing::field::Empty,
+        );
+        let planned = crate::plan::plan(self, r).instrument(span.clone()).await;
+        if planned.is_err() {
+            span.record("error.type", "plan_failed");
+        }
+        planned.map(Response::new).map_err(to_status)
     }
 
     async fn structure_output(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use droidmesh_agent::parse::{CodeChoice, IgnoredWhy, PromptEcho, choose_code, final_message};
 use droidmesh_agent::prompts::{CodeActStep, PromptSet, ScripterUser};
-use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, Message};
+use droidmesh_llm::{CallTags, ChatRequest, ChatTarget, LlmClient, Message};
 use droidmesh_proto::v1::{
     AgentEvent, CodeBlock, Observation, RunScriptRequest, StepStarted, Thought, TokenUsage,
     UsageReport, agent_event,
@@ -145,7 +145,8 @@ impl Run {
             let request = ChatRequest::new(vec![
                 Message::system(self.system.clone()),
                 Message::user(user.clone()),
-            ]);
+            ])
+            .tagged(CallTags::new(self.req.task_id.as_str()).step(step));
             let reply = tokio::select! {
                 r = self.llm.chat(self.target.clone(), request) => r,
                 () = self.events.closed() => return None,

@@ -136,7 +136,7 @@ impl Scripter {
             otel.name = "invoke_agent scripter",
             gen_ai.operation.name = "invoke_agent",
             gen_ai.agent.name = AGENT,
-            task = %req.task_id,
+            droidmesh.task.id = %req.task_id,
         );
         let (cancel, cancelled) = watch::channel(false);
         let ctx = Arc::new(RunCtx {

@@ -8,7 +8,7 @@ use droidmesh_agent::parse::{IgnoredWhy, PromptEcho, choose_code};
 use droidmesh_agent::prompts::{
     PromptSet, TextManipulatorErrorCorrection, TextManipulatorSystem, handoff_text,
 };
-use droidmesh_llm::{ChatRequest, ChatTarget, LlmClient, LlmError, Message};
+use droidmesh_llm::{CallTags, ChatRequest, ChatTarget, LlmClient, LlmError, Message};
 use droidmesh_proto::v1::text_manipulator_service_server::TextManipulatorService;
 use droidmesh_proto::v1::{DeviceBinding, LeaseRef, ManipulateRequest, ManipulateResponse};
 use serde_json::json;
@@ -52,12 +52,19 @@ impl TextManipulatorService for TextManipulator {
         }
         // A child of the RPC's span, which continues the caller's trace: the device and model
         // calls below are made inside it.
+        let serial = request
+            .device
+            .as_ref()
+            .and_then(|d| d.lease.as_ref())
+            .map(|l| l.serial.clone())
+            .filter(|s| !s.is_empty());
         let span = tracing::info_span!(
-            "text_manipulator",
+            "invoke_agent",
             otel.name = "invoke_agent text_manipulator",
             gen_ai.operation.name = "invoke_agent",
             gen_ai.agent.name = AGENT,
-            task = %request.task_id,
+            droidmesh.task.id = %request.task_id,
+            droidmesh.device.serial = serial.as_deref(),
         );
         self.run(request)
             .instrument(span)
@@ -375,7 +382,10 @@ impl Attempts<'_> {
             let reply = match self
                 .service
                 .llm
-                .chat(self.target.clone(), ChatRequest::new(messages))
+                .chat(
+                    self.target.clone(),
+                    ChatRequest::new(messages).tagged(CallTags::new(self.req.task_id.as_str())),
+                )
                 .await
             {
                 Ok(reply) => reply,

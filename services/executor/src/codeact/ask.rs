@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use droidmesh_agent::budget::step_bytes;
 use droidmesh_agent::prompts::CodeActUser;
-use droidmesh_llm::{ChatRequest, LlmError, Message};
+use droidmesh_llm::{CallTags, ChatRequest, LlmError, Message};
 use droidmesh_proto::v1::agent_event;
 use tokio::time::Instant;
 
@@ -123,7 +123,11 @@ impl Run {
         step: u32,
         deadline: Instant,
     ) -> Flow<Called> {
-        let request = ChatRequest::new(vec![Message::system(setup.system.clone()), message]);
+        let tags = CallTags::new(self.start.task_id.as_str())
+            .device(setup.serial.as_str())
+            .step(step);
+        let request =
+            ChatRequest::new(vec![Message::system(setup.system.clone()), message]).tagged(tags);
         let started = Instant::now();
         let answer =
             tokio::time::timeout_at(deadline, self.llm.chat(setup.target.clone(), request));

@@ -124,6 +124,9 @@ impl Run {
                 steps,
             },
         };
+        if !outcome.success {
+            crate::spans::failed(&tracing::Span::current(), "goal_not_reached");
+        }
         let _ = self
             .emit(agent_event::Kind::Finished(AgentFinished {
                 agent: AGENT.into(),
@@ -167,10 +170,13 @@ impl Run {
         let tools =
             agent_tools::select(&self.start.tools).map_err(|e| format!("bad tool list: {e}"))?;
         let secrets = allowed_secrets(&self.secrets, &self.start.secret_ids);
-        let bridge = Arc::new(SandboxTools::new(
-            ToolCtx::new(self.device.clone(), lease, secrets, AGENT),
-            self.events.clone(),
-        ));
+        let bridge = Arc::new(
+            SandboxTools::new(
+                ToolCtx::new(self.device.clone(), lease, secrets, AGENT),
+                self.events.clone(),
+            )
+            .for_task(&self.start.task_id),
+        );
         let limits = SandboxLimits {
             wall_clock: Duration::from_millis(self.cfg.step_timeout_ms),
             memory_bytes: self.cfg.sandbox_memory_mb * 1024 * 1024,
@@ -213,6 +219,7 @@ impl Run {
         for step in 1..=max_steps {
             let deadline = Instant::now() + Duration::from_millis(self.cfg.step_deadline_ms);
             self.steer(progress, step)?;
+            setup.tools.set_step(step);
             self.emit(agent_event::Kind::Step(StepStarted {
                 agent: AGENT.into(),
                 step,

@@ -142,6 +142,7 @@ impl Http {
                 otel.name = "execute_tool http",
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = "http",
+                gen_ai.tool.type = "extension",
                 http.request.method = %method,
                 server.address = url.host_str().unwrap_or_default(),
                 server.port = url.port_or_known_default().unwrap_or_default(),
