@@ -60,6 +60,8 @@ impl GatewayService {
     ) {
         // The task runs under its own span, a child of this RPC's span: every agent call it
         // makes (and the device calls those make) joins the caller's trace.
+        let serial = lease.as_ref().map_or("", |l| l.serial.as_str());
+        droidmesh_runtime::trace_context::tag_call(&entry.id, serial, None);
         let span = task_span(&entry.id, &req, lease.as_ref());
         let deps = self.deps.clone();
         let store = self.store.clone();

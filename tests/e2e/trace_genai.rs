@@ -86,6 +86,15 @@ pub fn genai_spans(trace: &[Got], task_id: &str, serial: &str) {
             span.attributes
         );
     }
+    // Every RPC served for the task (agent calls, device reads and actions, leases) names it.
+    let rpcs: Vec<&Got> = trace
+        .iter()
+        .filter(|g| g.span.name.starts_with("droidmesh.v1."))
+        .collect();
+    assert!(rpcs.len() >= 5, "RPC spans of the task: {names:#?}");
+    for g in rpcs {
+        has(&g.span, "droidmesh.task.id", task_id);
+    }
     // The device service's own span of the tap knows the task from the lease.
     let tap = one("droidmesh-device", "execute_tool tap");
     has(tap, "droidmesh.task.id", task_id);

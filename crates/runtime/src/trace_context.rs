@@ -60,12 +60,31 @@ pub fn server_span(service: &str, request: &http::Request<()>) -> tracing::Span 
         rpc.system = "grpc",
         rpc.method = %path,
         droidmesh.service = %service,
+        droidmesh.task.id = tracing::field::Empty,
+        droidmesh.device.serial = tracing::field::Empty,
+        droidmesh.step = tracing::field::Empty,
     );
     let parent = opentelemetry::global::get_text_map_propagator(|p| {
         p.extract(&HeaderExtractor(request.headers()))
     });
     let _ = span.set_parent(parent);
     span
+}
+
+/// Labels the current RPC's span (see [`server_span`]) with the task, device and step the call
+/// serves, as far as the handler knows them (empty or `None`: left out). Call it in the
+/// handler before it enters spans of its own.
+pub fn tag_call(task_id: &str, serial: &str, step: Option<u32>) {
+    let span = tracing::Span::current();
+    if !task_id.is_empty() {
+        span.record("droidmesh.task.id", task_id);
+    }
+    if !serial.is_empty() {
+        span.record("droidmesh.device.serial", serial);
+    }
+    if let Some(step) = step {
+        span.record("droidmesh.step", step);
+    }
 }
 
 /// The `traceparent` header value of the current span, if it has a valid context.

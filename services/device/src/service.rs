@@ -131,11 +131,14 @@ impl DeviceServiceImpl {
         let serial = lease.map(|l| l.serial.clone()).unwrap_or_default();
         let span = tool_span(tool, &serial);
         // The gateway leases a task's device under the task's id.
+        let mut task = String::new();
         if let Some(holder) = self.inner.leases.info(&serial).map(|l| l.holder)
             && holder.starts_with("task-")
         {
-            span.record("droidmesh.task.id", holder);
+            span.record("droidmesh.task.id", holder.as_str());
+            task = holder;
         }
+        droidmesh_runtime::trace_context::tag_call(&task, &serial, None);
         async {
             let started = Instant::now();
             let slot = self.leased(lease).await?;
@@ -167,6 +170,14 @@ impl DeviceServiceImpl {
         Fut: Future<Output = Result<T>>,
     {
         let span = tool_span(tool, serial);
+        let holder = self.inner.leases.info(serial).map(|l| l.holder);
+        let task = holder
+            .filter(|h| h.starts_with("task-"))
+            .unwrap_or_default();
+        if !task.is_empty() {
+            span.record("droidmesh.task.id", task.as_str());
+        }
+        droidmesh_runtime::trace_context::tag_call(&task, serial, None);
         fut.instrument(span.clone())
             .await
             .map(Response::new)
@@ -285,6 +296,9 @@ impl DeviceService for DeviceServiceImpl {
         r: Request<AcquireLeaseRequest>,
     ) -> Result<Response<Lease>, Status> {
         let r = r.into_inner();
+        if r.holder.starts_with("task-") {
+            droidmesh_runtime::trace_context::tag_call(&r.holder, "", None);
+        }
         self.read("acquire_lease", &r.serial, async {
             let known = self.inner.registry.usable_serials().await?;
             if !r.serial.is_empty() && !known.contains(&r.serial) {

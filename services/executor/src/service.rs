@@ -68,6 +68,7 @@ impl ExecutorService for Executor {
             .and_then(|d| d.lease.as_ref())
             .map(|l| l.serial.clone())
             .unwrap_or_default();
+        droidmesh_runtime::trace_context::tag_call(&req.task_id, &serial, None);
         let span = crate::spans::invoke_agent(&req.task_id, &serial);
         let done = execute_subgoal(self, req).instrument(span.clone()).await;
         match &done {
@@ -141,6 +142,12 @@ impl Executor {
                 ));
             }
         };
+        let serial = start
+            .device
+            .as_ref()
+            .and_then(|d| d.lease.as_ref())
+            .map_or("", |l| l.serial.as_str());
+        droidmesh_runtime::trace_context::tag_call(&start.task_id, serial, None);
         if start.goal.trim().is_empty() {
             return Err(ExecutorError::InvalidRequest("goal is empty".into()));
         }

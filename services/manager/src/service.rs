@@ -45,6 +45,7 @@ impl ManagerService for Manager {
             .and_then(|d| d.lease.as_ref())
             .map(|l| l.serial.as_str())
             .filter(|s| !s.is_empty());
+        droidmesh_runtime::trace_context::tag_call(&r.task_id, serial.unwrap_or(""), Some(r.step));
         let span = tracing::info_span!(
             "invoke_agent",
             otel.name = "invoke_agent manager",
@@ -68,6 +69,7 @@ impl ManagerService for Manager {
     ) -> Result<Response<StructureOutputResponse>, Status> {
         let r = r.into_inner();
         check_task_id(&r.task_id)?;
+        droidmesh_runtime::trace_context::tag_call(&r.task_id, "", None);
         crate::structured::structure_output(&self.llm, &self.prompts, r)
             .await
             .map(Response::new)

@@ -51,7 +51,9 @@ impl ScripterService for Scripter {
         &self,
         r: Request<RunScriptRequest>,
     ) -> Result<Response<EventStream>, Status> {
-        let stream = self.start(r.into_inner()).await.map_err(to_status)?;
+        let req = r.into_inner();
+        droidmesh_runtime::trace_context::tag_call(&req.task_id, "", None);
+        let stream = self.start(req).await.map_err(to_status)?;
         Ok(Response::new(stream))
     }
 }

@@ -42,6 +42,12 @@ impl TextManipulatorService for TextManipulator {
         request: Request<ManipulateRequest>,
     ) -> Result<Response<ManipulateResponse>, Status> {
         let request = request.into_inner();
+        let serial = request
+            .device
+            .as_ref()
+            .and_then(|d| d.lease.as_ref())
+            .map_or("", |l| l.serial.as_str());
+        droidmesh_runtime::trace_context::tag_call(&request.task_id, serial, None);
         if request.task_id.len() > MAX_TASK_ID_BYTES {
             return Err(TextManipulatorError::TooLong {
                 field: "task_id",
