@@ -468,6 +468,20 @@ async fn a_reasoning_task_is_one_trace_across_every_agent_and_the_device() {
             "no device span is a child of a {caller} span: {names:#?}"
         );
     }
+    // Every RPC served for the task, by every agent and the device, names the task.
+    let task_id = &events[0].task_id;
+    for g in trace
+        .iter()
+        .filter(|g| g.span.name.starts_with("droidmesh.v1."))
+    {
+        assert_eq!(
+            attr(&g.span, "droidmesh.task.id").as_deref(),
+            Some(task_id.as_str()),
+            "{}: {}",
+            g.service,
+            g.span.name
+        );
+    }
     drop(mesh);
     server.abort();
 }

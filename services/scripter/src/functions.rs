@@ -38,6 +38,8 @@ pub struct RunCtx {
     pub cancel: watch::Receiver<bool>,
     /// The run's span; HTTP spans are its children although they start on the session thread.
     pub span: tracing::Span,
+    /// The task the run serves, on every HTTP span.
+    pub task_id: String,
 }
 
 impl RunCtx {
@@ -61,7 +63,7 @@ impl RunCtx {
         let limit = self.step_deadline();
         let work = async {
             tokio::select! {
-                r = self.http.fetch(req, limit, &self.budget) => r,
+                r = self.http.fetch(req, limit, &self.budget, &self.task_id) => r,
                 _ = cancel.wait_for(|stopped| *stopped) => Err("the run was stopped".to_string()),
             }
         };

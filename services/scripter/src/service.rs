@@ -149,6 +149,7 @@ impl Scripter {
             step_deadline: Mutex::new(tokio::time::Instant::now()),
             cancel: cancelled,
             span: span.clone(),
+            task_id: req.task_id.clone(),
         });
         let functions = host_functions(&ctx);
         let signatures = functions::signatures(&functions);

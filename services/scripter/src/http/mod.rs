@@ -108,6 +108,7 @@ impl Http {
         req: HttpRequest,
         limit: Instant,
         budget: &Budget,
+        task_id: &str,
     ) -> Result<Value, String> {
         let asked = req.timeout.unwrap_or(Duration::MAX);
         let timeout = asked.min(Duration::from_millis(self.cfg.timeout_ms));
@@ -143,6 +144,7 @@ impl Http {
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = "http",
                 gen_ai.tool.type = "extension",
+                droidmesh.task.id = task_id,
                 http.request.method = %method,
                 server.address = url.host_str().unwrap_or_default(),
                 server.port = url.port_or_known_default().unwrap_or_default(),
