@@ -181,6 +181,7 @@ async fn executor(
         secret_ids: p.secret_ids,
         llm: p.models.get(agent.name()).cloned(),
         handoff_context: context,
+        step: subgoal.number,
     };
     let mut client = deps.agents.executor.clone();
     let r = match client.execute_subgoal(req).await {

@@ -468,6 +468,25 @@ async fn a_reasoning_task_is_one_trace_across_every_agent_and_the_device() {
             "no device span is a child of a {caller} span: {names:#?}"
         );
     }
+    // The executor's subgoal, its RPC and its tool call carry the subgoal's step.
+    let subgoal_spans: Vec<&Got> = trace
+        .iter()
+        .filter(|g| g.service == "droidmesh-executor")
+        .filter(|g| {
+            g.span.name == "invoke_agent executor"
+                || g.span.name.ends_with("/ExecuteSubgoal")
+                || g.span.name.starts_with("execute_tool ")
+        })
+        .collect();
+    assert!(subgoal_spans.len() >= 6, "{names:#?}");
+    for g in subgoal_spans {
+        assert!(
+            attr(&g.span, "droidmesh.step").is_some_and(|s| s == "1" || s == "2"),
+            "{} has no step: {:?}",
+            g.span.name,
+            attr(&g.span, "droidmesh.step")
+        );
+    }
     // Every RPC served for the task, by every agent and the device, names the task.
     let task_id = &events[0].task_id;
     for g in trace

@@ -68,8 +68,12 @@ impl ExecutorService for Executor {
             .and_then(|d| d.lease.as_ref())
             .map(|l| l.serial.clone())
             .unwrap_or_default();
-        droidmesh_runtime::trace_context::tag_call(&req.task_id, &serial, None);
+        let step = (req.step > 0).then_some(req.step);
+        droidmesh_runtime::trace_context::tag_call(&req.task_id, &serial, step);
         let span = crate::spans::invoke_agent(&req.task_id, &serial);
+        if let Some(step) = step {
+            span.record("droidmesh.step", step);
+        }
         let done = execute_subgoal(self, req).instrument(span.clone()).await;
         match &done {
             Err(_) => crate::spans::failed(&span, "rpc_error"),

@@ -13,6 +13,7 @@ pub fn invoke_agent(task_id: &str, serial: &str) -> tracing::Span {
         gen_ai.agent.name = "executor",
         droidmesh.task.id = %task_id,
         droidmesh.device.serial = non_empty(serial),
+        droidmesh.step = tracing::field::Empty,
         error.type = tracing::field::Empty,
     )
 }

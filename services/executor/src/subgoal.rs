@@ -135,7 +135,8 @@ pub(crate) async fn execute_subgoal(
     } else {
         let secrets = allowed_secrets(&exec.secrets, &req.secret_ids);
         let ctx = ToolCtx::new(device, lease, secrets, AGENT);
-        act(&ctx, &req.task_id, &atomic, &parsed, started).await
+        let step = (req.step > 0).then_some(req.step);
+        act(&ctx, &req.task_id, step, &atomic, &parsed, started).await
     };
     Ok(respond(result, reply, Some(usage)))
 }
@@ -221,6 +222,7 @@ fn failed(error: String, data: Option<Value>, started: Instant) -> ActionResult 
 async fn act(
     ctx: &ToolCtx,
     task_id: &str,
+    step: Option<u32>,
     atomic: &[ToolSpec],
     parsed: &ExecutorAction,
     started: Instant,
@@ -267,7 +269,7 @@ async fn act(
     let tags = ToolCallTags {
         task_id,
         serial: ctx.serial(),
-        step: None,
+        step,
         call_id: None,
     };
     let span = spans::execute_tool(spec.name, &tags);
