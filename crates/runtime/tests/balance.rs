@@ -403,3 +403,27 @@ async fn a_full_replica_gets_no_call_until_it_has_room_and_refuses_work_beyond_i
     drop(held);
     drop(landed);
 }
+
+#[tokio::test]
+async fn a_name_with_too_many_addresses_keeps_a_bounded_set() {
+    let resolver = StaticResolver::default();
+    let many: Vec<IpAddr> = (0..300u16)
+        .map(|i| IpAddr::from([127, 1, (i >> 8) as u8, (i & 0xff) as u8]))
+        .collect();
+    resolver.set(NAME, &many);
+    let channel = client(&resolver, 9);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while channel.replicas().len() < 256 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{}",
+            channel.replicas().len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        channel.replicas().len(),
+        256,
+        "one channel keeps at most 256 replicas"
+    );
+}

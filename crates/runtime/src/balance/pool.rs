@@ -49,6 +49,10 @@ pub(crate) struct Pool {
     changed: Arc<Notify>,
 }
 
+/// Most replicas one balanced channel keeps (each has a connection and a probe); addresses
+/// beyond are left out, with a warning.
+const MAX_REPLICAS: usize = 256;
+
 /// The least time between two resolutions a failing connection asks for.
 const MIN_RESOLVE_GAP: Duration = Duration::from_millis(200);
 
@@ -125,6 +129,18 @@ impl Pool {
         }
         found.sort();
         found.dedup();
+        if found.len() > MAX_REPLICAS {
+            tracing::warn!(
+                resolved = found.len(),
+                kept = MAX_REPLICAS,
+                "more replicas resolved than one channel keeps; the rest are left out"
+            );
+            errors.push(format!(
+                "{} addresses resolved; the first {MAX_REPLICAS} are used",
+                found.len()
+            ));
+            found.truncate(MAX_REPLICAS);
+        }
         // A resolver that failed keeps what it gave before (a DNS hiccup must not empty the
         // pool); a name that resolved to fewer addresses removes the others.
         if !failed_any {
