@@ -62,6 +62,52 @@ async fn scrape_until(admin: u16, what: &str, ok: impl Fn(&Scrape) -> bool) -> S
     }
 }
 
+/// `droidmesh up --sims 1` with `llm_url` as every agent's model, no admin port in the config
+/// (`extra` arguments may add one) and `env`; returns it once its gateway lists the phone, with
+/// a client and the phone's serial.
+pub(crate) async fn start_up(
+    llm_url: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Proc, GatewayClient<Channel>, String) {
+    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+    let dir = std::env::temp_dir().join(format!(
+        "droidmesh-e2e-up-{}-{}",
+        std::process::id(),
+        ports[5]
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "[listen]\nhost = \"127.0.0.1\"\ndevice = {}\nexecutor = {}\nmanager = {}\n\
+         scripter = {}\ntext_manipulator = {}\ngateway = {}\nadmin = 0\n\
+         [device]\nadb_server = \"\"\n\
+         [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n\
+         [llm.profiles.default]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
+        ports[0], ports[1], ports[2], ports[3], ports[4], ports[5],
+    );
+    let path = dir.join("droidmesh.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut args = vec!["--config", path.to_str().unwrap(), "up", "--sims", "1"];
+    args.extend_from_slice(extra);
+    let up = Proc::spawn_env("up", &args, env).unwrap();
+    let endpoint = format!("http://127.0.0.1:{}", ports[5]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Ok(mut g) = GatewayClient::connect(endpoint.clone()).await
+            && let Ok(list) = g.list_devices(ListDevicesRequest {}).await
+            && let Some(d) = list.into_inner().devices.first()
+        {
+            let serial = d.serial.clone();
+            return (up, g, serial);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "up never listed its simulated phone"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn one_task_moves_the_metrics_of_up() {
     // The second answer comes late, so the task is surely running when first scraped.
@@ -84,55 +130,9 @@ async fn one_task_moves_the_metrics_of_up() {
     ])
     .await
     .unwrap();
-    let ports: Vec<u16> = (0..7).map(|_| free_port()).collect();
-    let admin = ports[6];
-    let dir = std::env::temp_dir().join(format!("droidmesh-e2e-metrics-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = format!(
-        "[listen]\nhost = \"127.0.0.1\"\ndevice = {}\nexecutor = {}\nmanager = {}\n\
-         scripter = {}\ntext_manipulator = {}\ngateway = {}\nadmin = 0\n\
-         [device]\nadb_server = \"\"\n\
-         [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\
-         [llm.profiles.default]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
-        ports[0],
-        ports[1],
-        ports[2],
-        ports[3],
-        ports[4],
-        ports[5],
-        llm.url()
-    );
-    let path = dir.join("droidmesh.toml");
-    std::fs::write(&path, config).unwrap();
+    let admin = free_port();
     let admin_arg = format!("127.0.0.1:{admin}");
-    let _up = Proc::spawn(
-        "up",
-        &[
-            "--config",
-            path.to_str().unwrap(),
-            "up",
-            "--sims",
-            "1",
-            "--admin",
-            &admin_arg,
-        ],
-    )
-    .unwrap();
-    let endpoint = format!("http://127.0.0.1:{}", ports[5]);
-    let mut gateway = None;
-    let mut serial = String::new();
-    for _ in 0..300 {
-        if let Ok(mut g) = GatewayClient::connect(endpoint.clone()).await
-            && let Ok(list) = g.list_devices(ListDevicesRequest {}).await
-            && let Some(d) = list.into_inner().devices.first()
-        {
-            serial = d.serial.clone();
-            gateway = Some(g);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut gateway = gateway.expect("up never listed its simulated phone");
+    let (_up, mut gateway, serial) = start_up(&llm.url(), &["--admin", &admin_arg], &[]).await;
     let before = scrape(admin).await.expect("the admin port answers");
     assert_eq!(total(&before, "droidmesh_tasks_total", &[]), 0.0);
 

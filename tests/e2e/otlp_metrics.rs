@@ -103,49 +103,11 @@ async fn one_task_reaches_an_otlp_metrics_collector() {
     )])
     .await
     .unwrap();
-    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
-    let dir = std::env::temp_dir().join(format!("droidmesh-e2e-otlp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = format!(
-        "[listen]\nhost = \"127.0.0.1\"\ndevice = {}\nexecutor = {}\nmanager = {}\n\
-         scripter = {}\ntext_manipulator = {}\ngateway = {}\nadmin = 0\n\
-         [device]\nadb_server = \"\"\n\
-         [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\
-         [llm.profiles.default]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
-        ports[0],
-        ports[1],
-        ports[2],
-        ports[3],
-        ports[4],
-        ports[5],
-        llm.url()
-    );
-    let path = dir.join("droidmesh.toml");
-    std::fs::write(&path, config).unwrap();
-    let _up = Proc::spawn_env(
-        "up",
-        &["--config", path.to_str().unwrap(), "up", "--sims", "1"],
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
-            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
-        ],
-    )
-    .unwrap();
-    let endpoint = format!("http://127.0.0.1:{}", ports[5]);
-    let mut gateway = None;
-    let mut serial = String::new();
-    for _ in 0..300 {
-        if let Ok(mut g) = GatewayClient::connect(endpoint.clone()).await
-            && let Ok(list) = g.list_devices(ListDevicesRequest {}).await
-            && let Some(d) = list.into_inner().devices.first()
-        {
-            serial = d.serial.clone();
-            gateway = Some(g);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut gateway = gateway.expect("up never listed its simulated phone");
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+    ];
+    let (_up, mut gateway, serial) = super::metrics::start_up(&llm.url(), &[], &env).await;
     let mut stream = gateway
         .run_task(TaskRequest {
             goal: "Nothing".into(),
