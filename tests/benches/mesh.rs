@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use droidmesh_e2e::{Proc, droidmesh_bin, free_port};
+use droidmesh_e2e::{Proc, droidmesh_bin, free_port, start_sims};
 use droidmesh_llm::WireFormat;
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
@@ -77,33 +77,7 @@ async fn start(sims: usize, llm_url: &str) -> Mesh {
 /// [`start`] with `admin` as every service's admin port (0: none; one service then takes it)
 /// and `RUST_LOG` for the services.
 async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str) -> Mesh {
-    let sim_port = loop {
-        let p = free_port();
-        if p < 60000
-            && (1..sims as u16).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok())
-        {
-            break p;
-        }
-    };
-    let sim = Proc::spawn(
-        "sim",
-        &[
-            "sim",
-            "--port",
-            &sim_port.to_string(),
-            "--devices",
-            &sims.to_string(),
-        ],
-    )
-    .unwrap();
-    let serials: Vec<String> = (0..sims as u16)
-        .map(|i| format!("127.0.0.1:{}", sim_port + i))
-        .collect();
-    for s in &serials {
-        while std::net::TcpStream::connect(s.as_str()).is_err() {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    let (sim, serials) = start_sims(sims).unwrap();
     let (dev, exe, man, gw) = (free_port(), free_port(), free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("droidmesh-bench-{}-{gw}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

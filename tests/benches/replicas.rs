@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::time::{Duration, Instant};
 
-use droidmesh_e2e::{Proc, droidmesh_bin, free_port};
+use droidmesh_e2e::{Proc, droidmesh_bin, free_port, start_sims};
 use droidmesh_llm::WireFormat;
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_proto::v1::gateway_client::GatewayClient;
@@ -31,32 +31,7 @@ async fn until_listening(addr: &str) {
 
 /// Runs the burst against `replicas` executors; returns steps per second.
 async fn burst(replicas: u8, llm_url: &str) -> f64 {
-    let sim_port = loop {
-        let p = free_port();
-        if p > 0
-            && p < 60000
-            && (1..TASKS as u16).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok())
-        {
-            break p;
-        }
-    };
-    let _sim = Proc::spawn(
-        "sim",
-        &[
-            "sim",
-            "--port",
-            &sim_port.to_string(),
-            "--devices",
-            &TASKS.to_string(),
-        ],
-    )
-    .unwrap();
-    let serials: Vec<String> = (0..TASKS as u16)
-        .map(|i| format!("127.0.0.1:{}", sim_port + i))
-        .collect();
-    for s in &serials {
-        until_listening(s).await;
-    }
+    let (_sim, serials) = start_sims(TASKS).unwrap();
     let (dev, gw) = (free_port(), free_port());
     let exe = loop {
         let p = free_port();

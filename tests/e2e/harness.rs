@@ -103,3 +103,41 @@ impl Drop for Proc {
         self.kill();
     }
 }
+
+/// `droidmesh sim` serving `n` simulated phones on consecutive loopback ports; returns it with
+/// the phones' addresses (their serials when attached directly) once every one listens, or
+/// says which did not within 30 s.
+pub fn start_sims(n: usize) -> Result<(Proc, Vec<String>), String> {
+    let count = u16::try_from(n).map_err(|_| format!("{n} phones are too many"))?;
+    let base = (0..100)
+        .map(|_| free_port())
+        .find(|&p| {
+            p > 0
+                && u32::from(p) + u32::from(count) < 65_000
+                && (1..count).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok())
+        })
+        .ok_or_else(|| format!("no {n} consecutive free ports"))?;
+    let sim = Proc::spawn(
+        "sim",
+        &[
+            "sim",
+            "--port",
+            &base.to_string(),
+            "--devices",
+            &n.to_string(),
+        ],
+    )?;
+    let serials: Vec<String> = (0..count)
+        .map(|i| format!("127.0.0.1:{}", base + i))
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    for s in &serials {
+        while std::net::TcpStream::connect(s.as_str()).is_err() {
+            if std::time::Instant::now() >= deadline {
+                return Err(format!("simulated phone {s} did not listen within 30 s"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    Ok((sim, serials))
+}

@@ -2,7 +2,7 @@
 //! one name the gateway resolves through a hosts file it re-reads, simulated phones attached
 //! directly, and a model double with a fixed delay. Where each task runs is read from each
 //! executor's own load report (`ReplicaService/GetLoad`).
-use droidmesh_e2e::{Proc, free_port};
+use droidmesh_e2e::{Proc, free_port, start_sims};
 use droidmesh_llm::WireFormat;
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_proto::v1::gateway_client::GatewayClient;
@@ -70,33 +70,7 @@ impl Scale {
             MockResponse::success(WireFormat::Openai, STEP, "scripted-model", 100, 10)
                 .delay(Duration::from_millis(llm_ms)),
         );
-        let sim_port = loop {
-            let p = free_port();
-            if p > 0
-                && p < 60000
-                && (1..sims as u16)
-                    .all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok())
-            {
-                break p;
-            }
-        };
-        let sim = Proc::spawn(
-            "sim",
-            &[
-                "sim",
-                "--port",
-                &sim_port.to_string(),
-                "--devices",
-                &sims.to_string(),
-            ],
-        )
-        .unwrap();
-        let serials: Vec<String> = (0..sims as u16)
-            .map(|i| format!("127.0.0.1:{}", sim_port + i))
-            .collect();
-        for s in &serials {
-            until_listening(s).await;
-        }
+        let (sim, serials) = start_sims(sims).unwrap();
         let (dev, gw, exe) = (free_port(), free_port(), shared_port());
         let admin = loop {
             let p = shared_port();
