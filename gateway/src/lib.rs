@@ -36,6 +36,15 @@ pub fn gateway_service(
     cfg: GatewayConfig,
     peers: &Peers,
 ) -> Result<GatewayServer<GatewayService>, String> {
+    Ok(GatewayServer::from_arc(gateway(cfg, peers)?))
+}
+
+/// Builds the gateway itself, to be shared by its faces (the gRPC server through
+/// `GatewayServer::from_arc`, the HTTP face) so every check and limit applies to both.
+pub fn gateway(
+    cfg: GatewayConfig,
+    peers: &Peers,
+) -> Result<std::sync::Arc<GatewayService>, String> {
     cfg.validate()?;
     // Agent calls wait for models, which may be slow: they are bounded per call by
     // `agent_call_timeout_ms` (CodeAct's stream lasts the task), not by the channel.
@@ -99,5 +108,5 @@ pub fn gateway_service(
             .trim()
             .to_owned(),
     };
-    Ok(GatewayServer::new(GatewayService::new(deps)))
+    Ok(std::sync::Arc::new(GatewayService::new(deps)))
 }
