@@ -11,6 +11,7 @@ pub mod direct;
 pub mod driver;
 pub mod entry;
 pub mod error;
+pub mod http;
 pub mod metrics;
 pub mod queue;
 pub mod reasoning;

@@ -7,6 +7,7 @@ mod agents;
 mod bad_input;
 mod hardening;
 mod harness;
+mod http;
 mod limits;
 mod load;
 mod minds;

@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::sync::OnceLock;
 
 use droidmesh_device::{DeviceConfig, device_service};
-use droidmesh_gateway::{GatewayConfig, Peers, gateway_service};
+use droidmesh_gateway::http::HttpConfig;
+use droidmesh_gateway::{GatewayConfig, Peers};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
 use droidmesh_proto::v1::gateway_client::GatewayClient;
@@ -67,6 +68,8 @@ pub async fn serve(router: Router) -> String {
 pub struct Stack {
     pub gateway: GatewayClient<Channel>,
     pub gateway_endpoint: String,
+    /// The gateway's HTTP face, on the same service: `http://127.0.0.1:PORT`.
+    pub http: String,
     pub device: DeviceServiceClient<Channel>,
     pub executor_endpoint: String,
 }
@@ -88,6 +91,31 @@ async fn device_endpoint(shared: &Shared) -> String {
     })
     .unwrap();
     serve(tonic::transport::Server::builder().add_service(device_svc)).await
+}
+
+/// The HTTP face's settings in tests: keep-alives every 200 ms.
+pub fn test_http_config() -> HttpConfig {
+    HttpConfig {
+        keep_alive_ms: 200,
+        ..HttpConfig::default()
+    }
+}
+
+/// Serves one gateway on both faces: gRPC and HTTP, each on its own loopback port.
+async fn serve_gateway(cfg: GatewayConfig, peers: &Peers) -> (String, String) {
+    let gw = droidmesh_gateway::gateway(cfg, peers).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(droidmesh_gateway::http::serve(
+        listener,
+        gw.clone(),
+        test_http_config(),
+        std::time::Duration::from_secs(1),
+        std::future::pending(),
+    ));
+    let server = droidmesh_proto::v1::gateway_server::GatewayServer::from_arc(gw);
+    let grpc = serve(tonic::transport::Server::builder().add_service(server)).await;
+    (grpc, http)
 }
 
 /// A port on which nothing listens.
@@ -127,14 +155,14 @@ pub async fn reasoning_stack(
         },
         text_manipulator: agents.clone(),
     };
-    let gw = gateway_service(cfg, &peers).unwrap();
-    let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
+    let (gw_ep, http) = serve_gateway(cfg, &peers).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
     let mut d = device.clone();
     d.list_devices(ListDevicesRequest {}).await.unwrap();
     Stack {
         gateway: GatewayClient::connect(gw_ep.clone()).await.unwrap(),
         gateway_endpoint: gw_ep,
+        http,
         device,
         executor_endpoint: agents,
     }
@@ -170,8 +198,7 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
         scripter: manager_ep.clone(),
         text_manipulator: manager_ep,
     };
-    let gw = gateway_service(cfg, &peers).unwrap();
-    let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
+    let (gw_ep, http) = serve_gateway(cfg, &peers).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
     // The device service learns about devices from the adb server on first use.
     let mut d = device.clone();
@@ -179,6 +206,7 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
     Stack {
         gateway: GatewayClient::connect(gw_ep.clone()).await.unwrap(),
         gateway_endpoint: gw_ep,
+        http,
         device,
         executor_endpoint: executor_ep,
     }

@@ -1,0 +1,206 @@
+//! The gateway's HTTP/JSON face: the `droidmesh.v1.Gateway` calls as REST routes with
+//! Server-Sent Events for event streams, and an OpenAPI document generated from the protos.
+//! Every handler calls the same `Gateway` trait methods the gRPC server does, on the same
+//! `Arc<GatewayService>`, with the HTTP `authorization` and trace headers as gRPC metadata, so
+//! each check, limit and (future) authentication rule applies to both faces alike.
+pub mod error;
+mod io;
+pub mod json;
+pub mod openapi;
+mod routes;
+pub mod sse;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::Deserialize;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::GatewayService;
+
+/// A response body: a whole JSON document or an event stream.
+pub type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+pub(crate) fn full(bytes: Bytes) -> Body {
+    http_body_util::Full::new(bytes).boxed()
+}
+
+/// Settings of the HTTP face (`[gateway_http]` in droidmesh.toml; its port is
+/// `[listen] gateway_http`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Largest request body, in bytes; a larger one is refused with 413 before it is read.
+    /// JSON is larger than the encoded request `gateway.max_request_bytes` caps.
+    pub max_body_bytes: usize,
+    /// An event stream sends a comment line after this long without an event, so proxies and
+    /// clients see the connection alive.
+    pub keep_alive_ms: u64,
+    /// Longest a call (other than an event stream) may take; then 504 DEADLINE_EXCEEDED.
+    pub request_timeout_ms: u64,
+    /// Longest wait for a request's headers, and for its whole body.
+    pub read_timeout_ms: u64,
+    /// A connection whose client takes nothing of a response for this long is closed.
+    pub write_stall_ms: u64,
+    /// Connections served at once; more are closed at once.
+    pub max_connections: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 1024 * 1024,
+            keep_alive_ms: 15_000,
+            request_timeout_ms: 60_000,
+            read_timeout_ms: 30_000,
+            write_stall_ms: 30_000,
+            max_connections: 1024,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Checks the settings; `max_request_bytes` is the gateway's, which a body must be able to
+    /// carry.
+    pub fn validate(&self, max_request_bytes: usize) -> Result<(), String> {
+        if self.max_body_bytes < max_request_bytes {
+            return Err(format!(
+                "gateway_http.max_body_bytes ({}) must be at least gateway.max_request_bytes ({max_request_bytes}): a request the gateway accepts must fit",
+                self.max_body_bytes
+            ));
+        }
+        for (name, v) in [
+            ("keep_alive_ms", self.keep_alive_ms),
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("read_timeout_ms", self.read_timeout_ms),
+            ("write_stall_ms", self.write_stall_ms),
+        ] {
+            if v < 10 {
+                return Err(format!("gateway_http.{name} must be at least 10, got {v}"));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err("gateway_http.max_connections must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// What every handler shares: the gateway, the settings, the OpenAPI document (built once) and
+/// the signal that ends event streams.
+pub struct Face {
+    gateway: Arc<GatewayService>,
+    cfg: HttpConfig,
+    openapi: Bytes,
+    stop: watch::Receiver<bool>,
+}
+
+/// Serves the HTTP face of `gateway` on `listener` until `shutdown` resolves; then stops
+/// accepting, ends event streams (clients resume with `Last-Event-ID`) and gives calls in
+/// progress up to `drain` to finish.
+pub async fn serve<F>(
+    listener: TcpListener,
+    gateway: Arc<GatewayService>,
+    cfg: HttpConfig,
+    drain: Duration,
+    shutdown: F,
+) -> Result<(), String>
+where
+    F: Future<Output = ()> + Send,
+{
+    let document = openapi::document().map_err(|e| e.message)?;
+    let (stop_tx, stop) = watch::channel(false);
+    let face = Arc::new(Face {
+        gateway,
+        openapi: Bytes::from(document.to_string()),
+        cfg,
+        stop: stop.clone(),
+    });
+    let slots = Arc::new(Semaphore::new(face.cfg.max_connections));
+    let mut connections = JoinSet::new();
+    tracing::info!(addr = ?listener.local_addr().ok(), "gateway HTTP face: serving");
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            a = listener.accept() => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors and the like: wait a little rather than spin.
+                tracing::warn!(error = %e, "gateway HTTP face: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "gateway HTTP face: too many connections; closing one");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        connections.spawn(connection(face.clone(), stream, peer, stop.clone(), permit));
+    }
+    let _ = stop_tx.send(true);
+    drop(listener);
+    tracing::info!(
+        connections = connections.len(),
+        "gateway HTTP face: shutting down, draining calls in progress"
+    );
+    let drained = tokio::time::timeout(drain, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(timeout = ?drain, "gateway HTTP face: drain deadline passed; closing the rest");
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Serves one connection (HTTP/1.1, keep-alive) until it closes or the face stops.
+async fn connection(
+    face: Arc<Face>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let read_timeout = Duration::from_millis(face.cfg.read_timeout_ms);
+    let io = io::StallGuard::new(stream, Duration::from_millis(face.cfg.write_stall_ms));
+    let handler = face.clone();
+    let service = hyper::service::service_fn(move |req| {
+        let face = handler.clone();
+        async move { Ok::<_, Infallible>(routes::handle(&face, req).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .max_buf_size(64 * 1024)
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        () = stopped(&mut stop) => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "gateway HTTP face: connection ended");
+    }
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}

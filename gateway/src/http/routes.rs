@@ -1,0 +1,536 @@
+//! The routes of the HTTP face and their handlers: each reads its request (path, query, JSON
+//! body), builds the gRPC request with the caller's `authorization` and trace headers as
+//! metadata, and calls the `Gateway` trait method under the same kind of span a gRPC call
+//! gets, within a deadline.
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use droidmesh_proto::v1::gateway_server::Gateway;
+use droidmesh_proto::v1::{
+    CancelTaskRequest, GetTaskRequest, ListDevicesRequest, ListTasksRequest, SendMessageRequest,
+    TaskRequest, TaskState, WatchTaskRequest,
+};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use tonic::Code;
+use tracing::Instrument as _;
+
+use super::error::ApiError;
+use super::json::{self as pj, Proto};
+use super::{Body, Face, full, sse};
+use crate::GatewayService;
+
+/// Query parameters that would put a credential in a URL (logged by proxies, kept in
+/// histories): refused, whatever the route.
+const CREDENTIAL_PARAMS: [&str; 4] = ["api_key", "key", "access_token", "token"];
+
+/// Headers passed on to the gateway as gRPC metadata.
+const FORWARDED: [&str; 3] = ["authorization", "traceparent", "tracestate"];
+
+/// Answers one request; every refusal is a JSON error.
+pub async fn handle(face: &Arc<Face>, req: http::Request<Incoming>) -> http::Response<Body> {
+    match route(face, req).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A route and what the path names.
+enum Route {
+    OpenApi,
+    Tasks,
+    Task(String),
+    Cancel(String),
+    Messages(String),
+    Events(String),
+    Devices,
+}
+
+impl Route {
+    fn allow(&self) -> &'static str {
+        match self {
+            Route::Tasks => "GET, POST",
+            Route::Cancel(_) | Route::Messages(_) => "POST",
+            _ => "GET",
+        }
+    }
+}
+
+fn parse_route(path: &str) -> Result<Route, ApiError> {
+    let not_found = || {
+        ApiError::not_found(format!(
+            "no route {path}; see /openapi.json for the routes this face serves"
+        ))
+    };
+    match path {
+        "/openapi.json" => return Ok(Route::OpenApi),
+        "/v1/tasks" => return Ok(Route::Tasks),
+        "/v1/devices" => return Ok(Route::Devices),
+        _ => {}
+    }
+    let rest = path.strip_prefix("/v1/tasks/").ok_or_else(not_found)?;
+    let mut parts = rest.split('/');
+    let (Some(first), second, None) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(not_found());
+    };
+    let id = |raw: &str| -> Result<String, ApiError> {
+        let id = percent_encoding::percent_decode_str(raw)
+            .decode_utf8()
+            .map_err(|_| ApiError::invalid("the task id in the path is not UTF-8"))?;
+        if id.is_empty() {
+            return Err(not_found());
+        }
+        Ok(id.into_owned())
+    };
+    match second {
+        None => match first.strip_suffix(":cancel") {
+            Some(raw) => Ok(Route::Cancel(id(raw)?)),
+            None => Ok(Route::Task(id(first)?)),
+        },
+        Some("messages") => Ok(Route::Messages(id(first)?)),
+        Some("events") => Ok(Route::Events(id(first)?)),
+        Some(_) => Err(not_found()),
+    }
+}
+
+/// The query's parameters, decoded; a credential among them is refused without echoing it.
+fn query(uri: &http::Uri) -> Result<Vec<(String, String)>, ApiError> {
+    let pairs: Vec<(String, String)> =
+        form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+    if let Some((k, _)) = pairs
+        .iter()
+        .find(|(k, _)| CREDENTIAL_PARAMS.contains(&k.to_ascii_lowercase().as_str()))
+    {
+        return Err(ApiError::invalid(format!(
+            "query parameter {k} looks like a credential; URLs end up in logs: send credentials in the Authorization header (Authorization: Bearer <key>)"
+        )));
+    }
+    Ok(pairs)
+}
+
+async fn route(
+    face: &Arc<Face>,
+    req: http::Request<Incoming>,
+) -> Result<http::Response<Body>, ApiError> {
+    let pairs = query(req.uri())?;
+    let path = req.uri().path().to_owned();
+    let route = parse_route(&path)?;
+    let method = req.method().clone();
+    let wrong = || ApiError::method_not_allowed(&method, &path, route.allow());
+    match (&route, &method) {
+        (Route::OpenApi, &Method::GET) => {
+            no_query(&pairs)?;
+            Ok(json_response(StatusCode::OK, face.openapi.clone()))
+        }
+        (Route::Tasks, &Method::POST) => create(face, req, &pairs).await,
+        (Route::Tasks, &Method::GET) => {
+            let r: ListTasksRequest = pj::from_query(&pairs, &[], &[])?;
+            let (headers, _) = parts(req);
+            let resp = unary(face, &headers, "ListTasks", r, |g, r| async move {
+                g.list_tasks(r).await
+            })
+            .await?;
+            reply(StatusCode::OK, &resp)
+        }
+        (Route::Task(id), &Method::GET) => {
+            no_query(&pairs)?;
+            let r = GetTaskRequest {
+                task_id: id.clone(),
+            };
+            let (headers, _) = parts(req);
+            let resp = unary(face, &headers, "GetTask", r, |g, r| async move {
+                g.get_task(r).await
+            })
+            .await?;
+            reply(StatusCode::OK, &resp)
+        }
+        (Route::Cancel(id), &Method::POST) => {
+            no_query(&pairs)?;
+            let (headers, body) = parts(req);
+            let bytes = read_body(face, &headers, body, false).await?;
+            let mut r: CancelTaskRequest = if bytes.is_empty() {
+                CancelTaskRequest::default()
+            } else {
+                pj::from_json(&bytes)?
+            };
+            r.task_id = path_id(&r.task_id, id)?;
+            let resp = unary(face, &headers, "CancelTask", r, |g, r| async move {
+                g.cancel_task(r).await
+            })
+            .await?;
+            reply(StatusCode::OK, &resp)
+        }
+        (Route::Messages(id), &Method::POST) => {
+            no_query(&pairs)?;
+            let (headers, body) = parts(req);
+            let bytes = read_body(face, &headers, body, true).await?;
+            let mut r: SendMessageRequest = pj::from_json(&bytes)?;
+            r.task_id = path_id(&r.task_id, id)?;
+            let resp = unary(face, &headers, "SendMessage", r, |g, r| async move {
+                g.send_message(r).await
+            })
+            .await?;
+            reply(StatusCode::OK, &resp)
+        }
+        (Route::Events(id), &Method::GET) => events(face, req, id, &pairs).await,
+        (Route::Devices, &Method::GET) => {
+            no_query(&pairs)?;
+            let (headers, _) = parts(req);
+            let resp = unary(
+                face,
+                &headers,
+                "ListDevices",
+                ListDevicesRequest {},
+                |g, r| async move { g.list_devices(r).await },
+            )
+            .await?;
+            reply(StatusCode::OK, &resp)
+        }
+        _ => Err(wrong()),
+    }
+}
+
+fn parts(req: http::Request<Incoming>) -> (HeaderMap, Incoming) {
+    let (p, body) = req.into_parts();
+    (p.headers, body)
+}
+
+fn no_query(pairs: &[(String, String)]) -> Result<(), ApiError> {
+    match pairs.first() {
+        Some((k, _)) => Err(ApiError::invalid(format!(
+            "unknown query parameter {k}: this call takes none"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The task id of a body, which the path gives: empty, or the path's.
+fn path_id(body: &str, path: &str) -> Result<String, ApiError> {
+    if !body.is_empty() && body != path {
+        return Err(ApiError::invalid(format!(
+            "taskId {body:?} in the body differs from the task in the path ({path:?}); leave it out"
+        )));
+    }
+    Ok(path.to_owned())
+}
+
+/// `POST /v1/tasks`: SubmitTask (201 with the id), or with `wait=true` RunTask as SSE.
+async fn create(
+    face: &Arc<Face>,
+    req: http::Request<Incoming>,
+    pairs: &[(String, String)],
+) -> Result<http::Response<Body>, ApiError> {
+    let mut wait = false;
+    for (k, v) in pairs {
+        if k != "wait" {
+            return Err(ApiError::invalid(format!(
+                "unknown query parameter {k}; expected: wait"
+            )));
+        }
+        wait = pj::parse_bool(k, v)?;
+    }
+    let (headers, body) = parts(req);
+    let bytes = read_body(face, &headers, body, true).await?;
+    let r: TaskRequest = pj::from_json(&bytes)?;
+    if wait {
+        let events = unary(face, &headers, "RunTask", r, |g, r| async move {
+            g.run_task(r).await
+        })
+        .await?;
+        return Ok(sse::response(events, keep_alive(face), face.stop.clone()));
+    }
+    let resp = unary(face, &headers, "SubmitTask", r, |g, r| async move {
+        g.submit_task(r).await
+    })
+    .await?;
+    let mut out = reply(StatusCode::CREATED, &resp)?;
+    let location = format!("/v1/tasks/{}", resp.task_id);
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        out.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(out)
+}
+
+/// `GET /v1/tasks/{id}/events`: WatchTask as SSE, from `Last-Event-ID` + 1 (a reconnecting
+/// client) or `fromSeq`. A task that has ended with every event delivered answers 204.
+async fn events(
+    face: &Arc<Face>,
+    req: http::Request<Incoming>,
+    id: &str,
+    pairs: &[(String, String)],
+) -> Result<http::Response<Body>, ApiError> {
+    let mut r: WatchTaskRequest = pj::from_query(pairs, &[], &["task_id"])?;
+    r.task_id = id.to_owned();
+    let (headers, _) = parts(req);
+    if let Some(last) = headers.get("last-event-id") {
+        let last: u64 = last
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| {
+                ApiError::invalid("Last-Event-ID must be the seq of an event (a number)")
+            })?;
+        r.from_seq = last.saturating_add(1);
+    }
+    let from = r.from_seq.max(1);
+    let events = unary(face, &headers, "WatchTask", r, |g, r| async move {
+        g.watch_task(r).await
+    })
+    .await?;
+    let task = unary(
+        face,
+        &headers,
+        "GetTask",
+        GetTaskRequest {
+            task_id: id.to_owned(),
+        },
+        |g, r| async move { g.get_task(r).await },
+    )
+    .await?;
+    let ended = matches!(
+        task.state(),
+        TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
+    );
+    if ended && from > task.last_seq {
+        let mut resp = http::Response::new(full(Bytes::new()));
+        *resp.status_mut() = StatusCode::NO_CONTENT;
+        return Ok(resp);
+    }
+    Ok(sse::response(events, keep_alive(face), face.stop.clone()))
+}
+
+fn keep_alive(face: &Face) -> Duration {
+    Duration::from_millis(face.cfg.keep_alive_ms)
+}
+
+/// Calls the gateway as a gRPC call would: `headers` forwarded as metadata, a server span
+/// named by the method (parented on the caller's `traceparent`), at most the request timeout.
+async fn unary<Req, Resp, F, Fut>(
+    face: &Arc<Face>,
+    headers: &HeaderMap,
+    method: &str,
+    msg: Req,
+    call: F,
+) -> Result<Resp, ApiError>
+where
+    F: FnOnce(Arc<GatewayService>, tonic::Request<Req>) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
+{
+    let request = grpc_request(headers, msg)?;
+    let span = span(headers, method);
+    let limit = Duration::from_millis(face.cfg.request_timeout_ms);
+    match tokio::time::timeout(limit, call(face.gateway.clone(), request).instrument(span)).await {
+        Ok(Ok(resp)) => Ok(resp.into_inner()),
+        Ok(Err(status)) => Err(ApiError::from_status(&status)),
+        Err(_) => Err(ApiError::new(
+            Code::DeadlineExceeded,
+            format!("{method} did not finish within {limit:?} (gateway_http.request_timeout_ms)"),
+        )),
+    }
+}
+
+/// The gRPC request of `msg` with the forwarded headers as metadata.
+pub fn grpc_request<M>(headers: &HeaderMap, msg: M) -> Result<tonic::Request<M>, ApiError> {
+    let mut request = tonic::Request::new(msg);
+    for name in FORWARDED {
+        let mut values = headers.get_all(name).iter();
+        let Some(value) = values.next() else { continue };
+        if values.next().is_some() {
+            return Err(ApiError::invalid(format!(
+                "the {name} header is given more than once; send it once"
+            )));
+        }
+        let value = value
+            .to_str()
+            .ok()
+            .and_then(|v| tonic::metadata::MetadataValue::try_from(v).ok())
+            .ok_or_else(|| {
+                ApiError::invalid(format!("the {name} header must be printable ASCII"))
+            })?;
+        request.metadata_mut().insert(name, value);
+    }
+    Ok(request)
+}
+
+/// The span of a gRPC call to `method`, as the gRPC server makes it, from the caller's trace
+/// headers.
+fn span(headers: &HeaderMap, method: &str) -> tracing::Span {
+    let mut req = http::Request::new(());
+    if let Ok(uri) = format!("/{}/{method}", droidmesh_proto::service_names::GATEWAY).parse() {
+        *req.uri_mut() = uri;
+    }
+    for name in ["traceparent", "tracestate"] {
+        if let Some(v) = headers.get(name) {
+            req.headers_mut().insert(name, v.clone());
+        }
+    }
+    droidmesh_runtime::trace_context::server_span("gateway", &req)
+}
+
+/// Reads a JSON body: `Content-Type: application/json` (415 otherwise), at most
+/// `max_body_bytes` (413, refused from `Content-Length` before reading), within the read
+/// timeout. An empty body is allowed only when not `required`.
+async fn read_body(
+    face: &Face,
+    headers: &HeaderMap,
+    body: Incoming,
+    required: bool,
+) -> Result<Bytes, ApiError> {
+    let max = face.cfg.max_body_bytes;
+    let too_large = |size: String| {
+        ApiError::http(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Code::InvalidArgument,
+            format!(
+                "the body is {size} bytes; at most {max} are accepted (gateway_http.max_body_bytes)"
+            ),
+        )
+    };
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = length
+        && n > max as u64
+    {
+        return Err(too_large(n.to_string()));
+    }
+    let content_type = headers.get(header::CONTENT_TYPE);
+    let is_json = content_type
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    // HTTP/1.1: without Content-Length or Transfer-Encoding a request has no body.
+    let empty =
+        length == Some(0) || (length.is_none() && !headers.contains_key(header::TRANSFER_ENCODING));
+    if empty && required {
+        return Err(ApiError::invalid(
+            "the body is empty; expected a JSON object (see /openapi.json)",
+        ));
+    }
+    if empty && (content_type.is_none() || is_json) {
+        return Ok(Bytes::new());
+    }
+    if !is_json {
+        let found = content_type
+            .and_then(|v| v.to_str().ok())
+            .map_or_else(|| "none".to_owned(), str::to_owned);
+        return Err(ApiError::http(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Code::InvalidArgument,
+            format!("expected Content-Type: application/json, found {found}"),
+        ));
+    }
+    let limited = http_body_util::Limited::new(body, max);
+    let limit = Duration::from_millis(face.cfg.read_timeout_ms);
+    let bytes = match tokio::time::timeout(limit, limited.collect()).await {
+        Err(_) => {
+            return Err(ApiError::http(
+                StatusCode::REQUEST_TIMEOUT,
+                Code::DeadlineExceeded,
+                format!("the body did not arrive within {limit:?}"),
+            ));
+        }
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(too_large(format!("more than {max}")));
+        }
+        Ok(Err(e)) => {
+            return Err(ApiError::invalid(format!(
+                "the body could not be read: {e}"
+            )));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    if bytes.is_empty() && required {
+        return Err(ApiError::invalid(
+            "the body is empty; expected a JSON object (see /openapi.json)",
+        ));
+    }
+    Ok(bytes)
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> http::Response<Body> {
+    let mut resp = http::Response::new(full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn reply<M: Proto>(status: StatusCode, m: &M) -> Result<http::Response<Body>, ApiError> {
+    Ok(json_response(status, Bytes::from(pj::to_json(m)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn routes_are_read_from_the_path() {
+        assert!(matches!(parse_route("/v1/tasks/task-1"), Ok(Route::Task(id)) if id == "task-1"));
+        assert!(
+            matches!(parse_route("/v1/tasks/task-1:cancel"), Ok(Route::Cancel(id)) if id == "task-1")
+        );
+        assert!(
+            matches!(parse_route("/v1/tasks/a%2Fb/events"), Ok(Route::Events(id)) if id == "a/b")
+        );
+        assert!(
+            matches!(parse_route("/v1/tasks/t/messages"), Ok(Route::Messages(id)) if id == "t")
+        );
+        for bad in [
+            "/",
+            "/v1",
+            "/v1/tasks/",
+            "/v1/tasks/t/x",
+            "/v1/tasks/t/events/1",
+            "/v2/tasks",
+        ] {
+            let e = parse_route(bad).err().unwrap();
+            assert_eq!(e.status, StatusCode::NOT_FOUND, "{bad}");
+        }
+    }
+
+    #[test]
+    fn authorization_and_trace_headers_become_metadata() {
+        let mut h = HeaderMap::new();
+        h.insert("authorization", HeaderValue::from_static("Bearer k-123"));
+        h.insert(
+            "traceparent",
+            HeaderValue::from_static("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+        );
+        h.insert("cookie", HeaderValue::from_static("session=1"));
+        let r = grpc_request(&h, ()).unwrap();
+        assert_eq!(r.metadata().get("authorization").unwrap(), "Bearer k-123");
+        assert!(r.metadata().get("traceparent").is_some());
+        assert!(r.metadata().get("cookie").is_none());
+        h.append("authorization", HeaderValue::from_static("Bearer other"));
+        assert!(
+            grpc_request(&h, ())
+                .unwrap_err()
+                .message
+                .contains("more than once")
+        );
+    }
+
+    #[test]
+    fn credentials_in_the_query_are_refused_without_echoing_them() {
+        for q in [
+            "api_key=s3cret",
+            "KEY=s3cret",
+            "a=1&access_token=s3cret",
+            "token=s3cret",
+        ] {
+            let uri: http::Uri = format!("/v1/tasks?{q}").parse().unwrap();
+            let e = query(&uri).unwrap_err();
+            assert!(e.message.contains("Authorization"), "{}", e.message);
+            assert!(!e.message.contains("s3cret"));
+        }
+    }
+}
