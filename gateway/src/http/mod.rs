@@ -3,6 +3,7 @@
 //! Every handler calls the same `Gateway` trait methods the gRPC server does, on the same
 //! `Arc<GatewayService>`, with the HTTP `authorization` and trace headers as gRPC metadata, so
 //! each check, limit and (future) authentication rule applies to both faces alike.
+mod call;
 pub mod error;
 mod io;
 pub mod json;
