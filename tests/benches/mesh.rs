@@ -83,7 +83,7 @@ async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str) -> M
     std::fs::create_dir_all(&dir).unwrap();
     let direct: Vec<String> = serials.iter().map(|s| format!("\"{s}\"")).collect();
     let config = format!(
-        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\nadmin = 0\n\
+        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\nadmin = 0\ngateway_http = 0\n\
          [endpoints]\ndevice = \"http://127.0.0.1:{dev}\"\nexecutor = \"http://127.0.0.1:{exe}\"\nmanager = \"http://127.0.0.1:{man}\"\ngateway = \"http://127.0.0.1:{gw}\"\n\
          [device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
          [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n[llm.profiles.default]\nprovider = \"mock\"\nmodel = \"bench\"\n",

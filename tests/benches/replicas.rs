@@ -49,7 +49,7 @@ async fn burst(replicas: u8, llm_url: &str) -> f64 {
     std::fs::write(dir.join("hosts"), hosts).unwrap();
     let direct: Vec<String> = serials.iter().map(|s| format!("\"{s}\"")).collect();
     let config = format!(
-        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\ngateway = {gw}\nexecutor = {exe}\nagent_max_in_flight = {CAPACITY}\nadmin = 0\n\
+        "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\ngateway = {gw}\nexecutor = {exe}\nagent_max_in_flight = {CAPACITY}\nadmin = 0\ngateway_http = 0\n\
          [endpoints]\ndevice = \"http://127.0.0.1:{dev}\"\nexecutor = \"http://executors.bench:{exe}\"\ngateway = \"http://127.0.0.1:{gw}\"\n\
          [device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
          [gateway]\nhosts_file = \"{}\"\nprobe_every_ms = 100\n\

@@ -17,6 +17,7 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 mod faults;
+mod http;
 mod metrics;
 mod otlp_metrics;
 mod reasoning;
@@ -157,6 +158,7 @@ scripter = {scr}
 text_manipulator = {txt}
 gateway = {gw}
 admin = 0
+gateway_http = 0
 
 [endpoints]
 device = "http://127.0.0.1:{dev}"

@@ -79,7 +79,7 @@ pub(crate) async fn start_up(
     std::fs::create_dir_all(&dir).unwrap();
     let config = format!(
         "[listen]\nhost = \"127.0.0.1\"\ndevice = {}\nexecutor = {}\nmanager = {}\n\
-         scripter = {}\ntext_manipulator = {}\ngateway = {}\nadmin = 0\n\
+         scripter = {}\ntext_manipulator = {}\ngateway = {}\nadmin = 0\ngateway_http = 0\n\
          [device]\nadb_server = \"\"\n\
          [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n\
          [llm.profiles.default]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",

@@ -91,6 +91,7 @@ executor = {exe}
 drain_notice_ms = 3000
 agent_drain_secs = 20
 admin = 0
+gateway_http = 0
 
 [endpoints]
 device = "http://127.0.0.1:{dev}"

@@ -12,6 +12,8 @@ pub struct Config {
     pub endpoints: Endpoints,
     pub device: droidmesh_device::DeviceConfig,
     pub gateway: droidmesh_gateway::GatewayConfig,
+    /// The gateway's HTTP face (its port is `[listen] gateway_http`).
+    pub gateway_http: droidmesh_gateway::http::HttpConfig,
     pub executor: droidmesh_executor::ExecutorConfig,
     pub manager: droidmesh_manager::ManagerConfig,
     pub scripter: droidmesh_scripter::ScripterConfig,
@@ -28,6 +30,9 @@ pub struct Config {
 pub struct Listen {
     pub host: IpAddr,
     pub gateway: u16,
+    /// The gateway's HTTP/JSON face (REST, Server-Sent Events, `/openapi.json`), served by the
+    /// gateway process next to its gRPC port. 0 serves none.
+    pub gateway_http: u16,
     pub device: u16,
     pub executor: u16,
     pub manager: u16,
@@ -57,6 +62,7 @@ impl Default for Listen {
         Self {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             gateway: 50050,
+            gateway_http: 50049,
             device: 50051,
             executor: 50052,
             manager: 50053,
@@ -74,6 +80,11 @@ impl Default for Listen {
 impl Listen {
     pub fn addr(&self, port: u16) -> SocketAddr {
         SocketAddr::new(self.host, port)
+    }
+
+    /// Where the gateway's HTTP face listens, unless `gateway_http` is 0.
+    pub fn gateway_http_addr(&self) -> Option<SocketAddr> {
+        (self.gateway_http != 0).then(|| self.addr(self.gateway_http))
     }
 
     /// Where the admin server listens, unless `admin` is 0.
@@ -127,6 +138,9 @@ impl Validate for Config {
             problems.push(format!("device: {e}"));
         }
         if let Err(e) = self.gateway.validate() {
+            problems.push(e);
+        }
+        if let Err(e) = self.gateway_http.validate(self.gateway.max_request_bytes) {
             problems.push(e);
         }
         if let Err(e) = self.executor.validate() {

@@ -130,11 +130,24 @@ async fn real_main(cli: Cli) -> Result<()> {
             telemetry_opts.metrics = admin_addr.is_some();
             let telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             let addr = listen.unwrap_or_else(|| config.listen.addr(service.port(&config)));
-            let (routes, opts) = mesh::routes(service, &config)?;
+            let (routes, opts, gateway) = mesh::routes(service, &config)?;
             let listener = droidmesh_runtime::server::bind(addr).await?;
+            // The gateway's HTTP face stops with its gRPC port: at the signal, or when the
+            // server ends (the sender goes with the signal's future).
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let http = match gateway {
+                Some(g) => mesh::HttpFace::start(&config, g, stopped).await?,
+                None => None,
+            };
             let admin = admin::start(admin_addr, &telemetry).await?;
-            droidmesh_runtime::serve(listener, routes, opts, droidmesh_runtime::shutdown_signal())
-                .await?;
+            let signal = async move {
+                droidmesh_runtime::shutdown_signal().await;
+                let _ = stop.send(true);
+            };
+            droidmesh_runtime::serve(listener, routes, opts, signal).await?;
+            if let Some(h) = http {
+                h.join().await?;
+            }
             if let Some(a) = admin {
                 a.stop().await?;
             }
@@ -166,6 +179,13 @@ async fn real_main(cli: Cli) -> Result<()> {
             }
             for (service, addr) in &mesh.addrs {
                 say!("{:<16} http://{addr}", service.name());
+            }
+            if let Some(h) = &mesh.http {
+                say!(
+                    "{:<16} http://{} (HTTP/JSON and SSE; /openapi.json)",
+                    "gateway-http",
+                    h.addr
+                );
             }
             if let Some(fleet) = &mesh.sims {
                 for a in fleet.addrs() {

@@ -81,10 +81,16 @@ fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
         .with_content_capture(capture))
 }
 
+/// The gateway itself, when the service built is the gateway: its HTTP face serves it too.
+pub type SharedGateway = Option<std::sync::Arc<droidmesh_gateway::GatewayService>>;
+
 /// Builds a service's routes from the config (nothing is bound yet), with its drain: agents
 /// get `listen.agent_drain_secs` to finish their runs, the others `listen.drain_secs`.
-pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Routes, ServeOptions)> {
-    let (routes, mut opts) = bare_routes(service, config)?;
+pub fn routes(
+    service: Service,
+    config: &Config,
+) -> Result<(tonic::service::Routes, ServeOptions, SharedGateway)> {
+    let (routes, mut opts, gateway) = bare_routes(service, config)?;
     let (drain, capacity) = match service {
         Service::Gateway | Service::Device => (config.listen.drain_secs, 0),
         _ => (
@@ -95,15 +101,33 @@ pub fn routes(service: Service, config: &Config) -> Result<(tonic::service::Rout
     opts.load = std::sync::Arc::new(droidmesh_runtime::LoadState::with_capacity(capacity));
     opts.drain_timeout = std::time::Duration::from_secs(drain);
     opts.drain_notice = std::time::Duration::from_millis(config.listen.drain_notice_ms);
-    Ok((routes, opts))
+    Ok((routes, opts, gateway))
 }
 
 fn bare_routes(
     service: Service,
     config: &Config,
-) -> Result<(tonic::service::Routes, ServeOptions)> {
+) -> Result<(tonic::service::Routes, ServeOptions, SharedGateway)> {
     use droidmesh_proto::service_names as names;
-    Ok(match service {
+    if service == Service::Gateway {
+        let peers = droidmesh_gateway::Peers {
+            device: config.endpoints.device.clone(),
+            executor: config.endpoints.executor.clone(),
+            manager: config.endpoints.manager.clone(),
+            scripter: config.endpoints.scripter.clone(),
+            text_manipulator: config.endpoints.text_manipulator.clone(),
+        };
+        // One gateway for both faces: gRPC here, HTTP by whoever serves it.
+        let gateway = droidmesh_gateway::gateway(config.gateway.clone(), &peers)
+            .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;
+        let svc = droidmesh_proto::v1::gateway_server::GatewayServer::from_arc(gateway.clone());
+        return Ok((
+            tonic::service::Routes::new(svc),
+            ServeOptions::new("gateway", &[names::GATEWAY]),
+            Some(gateway),
+        ));
+    }
+    let (routes, opts) = match service {
         Service::Device => {
             let svc = droidmesh_device::device_service(config.device.clone())
                 .context("device service cannot start")?;
@@ -170,27 +194,63 @@ fn bare_routes(
                 ServeOptions::new("text-manipulator", &[names::TEXT_MANIPULATOR]),
             )
         }
-        Service::Gateway => {
-            let peers = droidmesh_gateway::Peers {
-                device: config.endpoints.device.clone(),
-                executor: config.endpoints.executor.clone(),
-                manager: config.endpoints.manager.clone(),
-                scripter: config.endpoints.scripter.clone(),
-                text_manipulator: config.endpoints.text_manipulator.clone(),
-            };
-            let svc = droidmesh_gateway::gateway_service(config.gateway.clone(), &peers)
-                .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;
-            (
-                tonic::service::Routes::new(svc),
-                ServeOptions::new("gateway", &[names::GATEWAY]),
+        Service::Gateway => anyhow::bail!("the gateway is built above"),
+    };
+    Ok((routes, opts, None))
+}
+
+/// The gateway's HTTP face, serving.
+pub struct HttpFace {
+    pub addr: SocketAddr,
+    task: JoinHandle<Result<(), String>>,
+}
+
+impl HttpFace {
+    /// Binds `[listen] gateway_http` (nothing when 0; a port that cannot be bound fails, as a
+    /// service port does) and serves `gateway` there until `stop` turns true or its sender
+    /// goes; calls in progress then get `listen.drain_secs`.
+    pub async fn start(
+        config: &Config,
+        gateway: std::sync::Arc<droidmesh_gateway::GatewayService>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<Option<HttpFace>> {
+        let Some(addr) = config.listen.gateway_http_addr() else {
+            return Ok(None);
+        };
+        let listener = droidmesh_runtime::server::bind(addr).await.with_context(|| {
+            format!(
+                "cannot serve the gateway's HTTP face on {addr} (`[listen] gateway_http = 0` turns it off)"
             )
-        }
-    })
+        })?;
+        let addr = listener
+            .local_addr()
+            .context("bound socket has no address")?;
+        let task = tokio::spawn(droidmesh_gateway::http::serve(
+            listener,
+            gateway,
+            config.gateway_http.clone(),
+            std::time::Duration::from_secs(config.listen.drain_secs),
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            },
+        ));
+        Ok(Some(HttpFace { addr, task }))
+    }
+
+    /// Waits for the face to end (once its stop has been given).
+    pub async fn join(self) -> Result<()> {
+        self.task
+            .await
+            .context("the gateway's HTTP face failed")?
+            .map_err(|e| anyhow::anyhow!("the gateway's HTTP face failed: {e}"))
+    }
 }
 
 /// Every service of the mesh, running in this process.
 pub struct Mesh {
     pub addrs: Vec<(Service, SocketAddr)>,
+    /// The gateway's HTTP face, unless `[listen] gateway_http` is 0.
+    pub http: Option<HttpFace>,
     pub sims: Option<droidmesh_sim::SimFleet>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<Result<(), droidmesh_runtime::RuntimeError>>>,
@@ -234,8 +294,12 @@ impl Mesh {
         let (stop, _) = watch::channel(false);
         let mut tasks = Vec::new();
         let mut addrs = Vec::new();
+        let mut http = None;
         for (service, listener, local) in bound {
-            let (routes, mut opts) = routes(service, &config)?;
+            let (routes, mut opts, gateway) = routes(service, &config)?;
+            if let Some(g) = gateway {
+                http = HttpFace::start(&config, g, stop.subscribe()).await?;
+            }
             // One process stops as one: no replica elsewhere takes over, so nothing to notice,
             // and every service drains for as long as the gateway does.
             opts.drain_notice = std::time::Duration::ZERO;
@@ -253,6 +317,7 @@ impl Mesh {
         }
         Ok(Mesh {
             addrs,
+            http,
             sims: fleet,
             stop,
             tasks,
@@ -271,6 +336,9 @@ impl Mesh {
         let _ = self.stop.send(true);
         for t in self.tasks {
             t.await.context("a service task failed")??;
+        }
+        if let Some(h) = self.http {
+            h.join().await?;
         }
         if let Some(f) = self.sims {
             f.shutdown().await;

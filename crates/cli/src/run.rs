@@ -194,6 +194,8 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             ] {
                 *port = 0;
             }
+            // One task from this terminal: no HTTP face.
+            config.listen.gateway_http = 0;
             // No adb server running is the common case on a machine without a phone: say so
             // once, plainly, and run on the direct devices (the simulators) only.
             let server = config.device.adb_server.trim().to_owned();

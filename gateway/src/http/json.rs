@@ -193,7 +193,7 @@ pub fn from_query<M: Proto>(
     }
     let desc = descriptor(M::NAME)?;
     let mut object = serde_json::Map::new();
-    let mut given: Vec<(String, &str)> = Vec::new();
+    let mut given: Vec<(String, String)> = Vec::new();
     for (key, raw) in pairs {
         if skip.contains(&key.as_str()) {
             continue;
@@ -210,14 +210,23 @@ pub fn from_query<M: Proto>(
                 object.insert(name.clone(), Value::Array(vec![value]));
             }
         } else {
-            if let Some((_, first)) = given.iter().find(|(n, _)| *n == name) {
+            // The same value under both names (page_size, pageSize) is one value.
+            if let Some(first) = object.get(&name) {
+                if *first == value {
+                    continue;
+                }
+                let (_, as_key) = given
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .cloned()
+                    .unwrap_or_default();
                 return Err(ApiError::invalid(format!(
-                    "query parameter {key} is given more than once (first as {first}); give it once"
+                    "query parameter {key} is given more than once with different values (first as {as_key}); give it once"
                 )));
             }
             object.insert(name.clone(), value);
         }
-        given.push((name, key.as_str()));
+        given.push((name, key.clone()));
     }
     from_value(Value::Object(object))
 }
@@ -387,7 +396,14 @@ mod tests {
         let e =
             from_query::<ListTasksRequest>(&q(&[("page_size", "5"), ("pageSize", "6")]), &[], &[])
                 .unwrap_err();
-        assert!(e.message.contains("more than once"), "{}", e.message);
+        assert!(
+            e.message.contains("more than once with different values"),
+            "{}",
+            e.message
+        );
+        let r: ListTasksRequest =
+            from_query(&q(&[("page_size", "5"), ("pageSize", "5")]), &[], &[]).unwrap();
+        assert_eq!(r.page_size, 5);
         let e = from_query::<ListTasksRequest>(&q(&[("pageSize", "x")]), &[], &[]).unwrap_err();
         assert!(
             e.message.starts_with("ListTasksRequest.pageSize: "),

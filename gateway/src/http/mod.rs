@@ -127,7 +127,9 @@ where
     });
     let slots = Arc::new(Semaphore::new(face.cfg.max_connections));
     let mut connections = JoinSet::new();
-    tracing::info!(addr = ?listener.local_addr().ok(), "gateway HTTP face: serving");
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "gateway HTTP face: serving http://{addr} (/openapi.json)");
+    }
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {

@@ -78,7 +78,8 @@ pub fn document() -> Result<Value, ApiError> {
         &["task_id"],
         &mut sch,
     );
-    let sse = json!({"text/event-stream": {"schema": {"type": "string", "description": "Server-Sent Events: per TaskEvent `id: <seq>`, `event: <kind>` (the JSON name of the event's kind, `error` for a failed stream), `data: <TaskEvent JSON>`; `:` comment lines keep the connection alive."}}});
+    let sse =
+        json!({"text/event-stream": {"schema": sse_event(&pj::descriptor(v1::TaskEvent::NAME)?)}});
     let ok = |schema: &str| json!({"description": "OK", "content": {"application/json": {"schema": reference(schema)}}});
     let default = json!({"description": "A refusal or failure (see Error.code; the HTTP status follows the gRPC-to-HTTP mapping)", "content": {"application/json": {"schema": reference(ERROR)}}});
     let paths = json!({
@@ -175,6 +176,32 @@ pub fn document() -> Result<Value, ApiError> {
         "paths": paths,
         "components": {"schemas": schemas}
     }))
+}
+
+/// The schema of one Server-Sent Event (as tools that read event streams check each event):
+/// `id` the seq, `event` the JSON name of the TaskEvent's kind (`error` for a failed stream),
+/// `data` the TaskEvent's JSON (an Error's for `error`).
+fn sse_event(event: &MessageDescriptor) -> Value {
+    let mut kinds: Vec<String> = event
+        .oneofs()
+        .filter(|o| o.name() == "kind")
+        .flat_map(|o| {
+            o.fields()
+                .map(|f| f.json_name().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    kinds.push("error".into());
+    json!({
+        "type": "object",
+        "description": "One Server-Sent Event: `id: <seq>`, `event: <kind>`, `data: <JSON>` lines, one event per TaskEvent; `:` comment lines keep an idle stream alive. A client that reconnects sends the last id it saw as Last-Event-ID.",
+        "required": ["data"],
+        "properties": {
+            "id": {"type": "string", "pattern": "^[0-9]{1,20}$", "description": "The event's seq."},
+            "event": {"type": "string", "enum": kinds, "description": "The JSON name of the TaskEvent's kind; `error` when the stream failed (then `data` is an Error)."},
+            "data": {"type": "string", "description": "The TaskEvent as JSON (the droidmesh.v1.TaskEvent schema), on one line."}
+        }
+    })
 }
 
 fn reference(name: &str) -> Value {
