@@ -170,6 +170,7 @@ mod tests {
             (Code::DeadlineExceeded, 504, "DEADLINE_EXCEEDED"),
             (Code::Internal, 500, "INTERNAL"),
             (Code::Cancelled, 499, "CANCELLED"),
+            (Code::Unimplemented, 501, "UNIMPLEMENTED"),
         ] {
             assert_eq!(http_status(code).as_u16(), status, "{code:?}");
             assert_eq!(code_name(code), name);

@@ -1,0 +1,114 @@
+//! The face's own deadlines and limits over a real loopback connection, on a gateway whose
+//! peers are not running (nothing here reaches them): a body that stops arriving, headers that
+//! never end, connections beyond the cap, and a shutdown that ends the server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::*;
+use crate::{GatewayConfig, Peers};
+
+async fn face(
+    cfg: HttpConfig,
+) -> (
+    SocketAddr,
+    watch::Sender<bool>,
+    tokio::task::JoinHandle<Result<(), String>>,
+) {
+    let nowhere = "http://127.0.0.1:9".to_owned();
+    let peers = Peers {
+        device: nowhere.clone(),
+        executor: nowhere.clone(),
+        manager: nowhere.clone(),
+        scripter: nowhere.clone(),
+        text_manipulator: nowhere,
+    };
+    let gateway = crate::gateway(GatewayConfig::default(), &peers).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, mut rx) = watch::channel(false);
+    let task = tokio::spawn(serve(
+        listener,
+        gateway,
+        cfg,
+        Duration::from_secs(1),
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        },
+    ));
+    (addr, stop, task)
+}
+
+/// Writes `bytes`, then reads what comes back until the server closes (at most 5 s).
+async fn exchange(addr: SocketAddr, bytes: &[u8]) -> (String, Duration) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let started = std::time::Instant::now();
+    s.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out))
+        .await
+        .expect("the server neither answered nor closed within 5 s")
+        .unwrap_or_default();
+    (
+        String::from_utf8_lossy(&out).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn slow_bodies_and_headers_run_into_the_read_deadline() {
+    let cfg = HttpConfig {
+        read_timeout_ms: 300,
+        ..HttpConfig::default()
+    };
+    let (addr, _stop, _task) = face(cfg).await;
+    // Ten bytes announced, two sent: 408 once the deadline passes.
+    let (reply, took) = exchange(
+        addr,
+        b"POST /v1/tasks HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n{\"",
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("\"code\":\"DEADLINE_EXCEEDED\""), "{reply}");
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    // Headers that never end: the connection is closed.
+    let (reply, took) = exchange(addr, b"GET /v1/devices HTTP/1.1\r\nhost: t\r\n").await;
+    assert!(!reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(took < Duration::from_secs(5));
+    // The face still answers.
+    let (reply, _) = exchange(
+        addr,
+        b"GET /openapi.json HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_and_shutdown_ends_the_server() {
+    let cfg = HttpConfig {
+        max_connections: 1,
+        ..HttpConfig::default()
+    };
+    let (addr, stop, task) = face(cfg).await;
+    // The first connection holds the only slot (idle keep-alive); the second is closed unread.
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    first
+        .write_all(b"GET /openapi.json HTTP/1.1\r\nhost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 12];
+    first.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"HTTP/1.1 200");
+    let (reply, _) = exchange(addr, b"GET /openapi.json HTTP/1.1\r\nhost: t\r\n\r\n").await;
+    assert_eq!(reply, "", "a second connection got an answer");
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the face did not stop within 5 s")
+        .unwrap()
+        .unwrap();
+    assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+}
