@@ -12,6 +12,7 @@ pub mod driver;
 pub mod entry;
 pub mod error;
 pub mod metrics;
+pub mod persist;
 pub mod queue;
 pub mod reasoning;
 pub mod routing;
@@ -99,5 +100,5 @@ pub fn gateway_service(
             .trim()
             .to_owned(),
     };
-    Ok(GatewayServer::new(GatewayService::new(deps)))
+    Ok(GatewayServer::new(GatewayService::new(deps)?))
 }

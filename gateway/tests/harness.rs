@@ -69,6 +69,18 @@ pub struct Stack {
     pub gateway_endpoint: String,
     pub device: DeviceServiceClient<Channel>,
     pub executor_endpoint: String,
+    /// The directory of the gateway's embedded task store, removed with the stack.
+    pub data_dir: Option<tempfile::TempDir>,
+}
+
+/// Gives a gateway that keeps its tasks in the embedded store a directory of its own.
+pub fn own_store(mut cfg: GatewayConfig) -> (GatewayConfig, Option<tempfile::TempDir>) {
+    if cfg.store != "sqlite" || cfg.data_dir.is_some() {
+        return (cfg, None);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    cfg.data_dir = Some(dir.path().to_owned());
+    (cfg, Some(dir))
 }
 
 pub fn test_config() -> GatewayConfig {
@@ -127,6 +139,7 @@ pub async fn reasoning_stack(
         },
         text_manipulator: agents.clone(),
     };
+    let (cfg, data_dir) = own_store(cfg);
     let gw = gateway_service(cfg, &peers).unwrap();
     let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
@@ -137,6 +150,7 @@ pub async fn reasoning_stack(
         gateway_endpoint: gw_ep,
         device,
         executor_endpoint: agents,
+        data_dir,
     }
 }
 
@@ -170,6 +184,7 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
         scripter: manager_ep.clone(),
         text_manipulator: manager_ep,
     };
+    let (cfg, data_dir) = own_store(cfg);
     let gw = gateway_service(cfg, &peers).unwrap();
     let gw_ep = serve(tonic::transport::Server::builder().add_service(gw)).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
@@ -181,6 +196,7 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
         gateway_endpoint: gw_ep,
         device,
         executor_endpoint: executor_ep,
+        data_dir,
     }
 }
 
