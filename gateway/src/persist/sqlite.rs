@@ -71,6 +71,9 @@ impl SqliteStore {
                 ))
             }
         };
+        // Another process holding the file is told at once, not after SQLite's 5 s default.
+        conn.busy_timeout(std::time::Duration::from_millis(200))
+            .map_err(damaged)?;
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
             .map_err(damaged)?;
         let mode: String = conn
@@ -391,3 +394,7 @@ impl TaskStore for SqliteStore {
         .await
     }
 }
+
+#[cfg(test)]
+#[path = "sqlite_tests.rs"]
+mod tests;
