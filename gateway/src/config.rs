@@ -74,6 +74,19 @@ pub struct GatewayConfig {
     /// How long a call waits for a replica of an agent with room when every healthy one is at
     /// its capacity (a task keeps its device meanwhile); then it fails RESOURCE_EXHAUSTED.
     pub agent_wait_ms: u64,
+    /// Where tasks are kept: `sqlite` (the file `gateway.sqlite` in `data_dir`),
+    /// `sqlite:PATH`, or `memory` (lost when the gateway stops).
+    pub store: String,
+    /// The directory of the embedded store; unset: `$XDG_DATA_HOME/droidmesh`, else
+    /// `~/.local/share/droidmesh`.
+    pub data_dir: Option<std::path::PathBuf>,
+}
+
+/// Where the gateway keeps its tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreAt {
+    Memory,
+    Sqlite(std::path::PathBuf),
 }
 
 impl Default for GatewayConfig {
@@ -105,11 +118,48 @@ impl Default for GatewayConfig {
             probe_every_ms: 1_000,
             hosts_file: None,
             agent_wait_ms: 60_000,
+            store: "sqlite".into(),
+            data_dir: None,
         }
     }
 }
 
 impl GatewayConfig {
+    /// Where `store` says tasks are kept.
+    pub fn store_at(&self) -> Result<StoreAt, String> {
+        let store = self.store.trim();
+        if store == "memory" {
+            return Ok(StoreAt::Memory);
+        }
+        if store == "sqlite" {
+            return Ok(StoreAt::Sqlite(self.data_dir()?.join("gateway.sqlite")));
+        }
+        if let Some(path) = store.strip_prefix("sqlite:") {
+            if path.trim().is_empty() {
+                return Err("gateway.store 'sqlite:' names no file: write sqlite:PATH".into());
+            }
+            return Ok(StoreAt::Sqlite(path.trim().into()));
+        }
+        Err(format!(
+            "gateway.store must be 'sqlite', 'sqlite:PATH' or 'memory', got '{}'",
+            crate::store::cut(store.split('@').next_back().unwrap_or_default(), 80)
+        ))
+    }
+
+    fn data_dir(&self) -> Result<std::path::PathBuf, String> {
+        if let Some(dir) = &self.data_dir {
+            return Ok(dir.clone());
+        }
+        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        if let Some(xdg) = env("XDG_DATA_HOME") {
+            return Ok(std::path::PathBuf::from(xdg).join("droidmesh"));
+        }
+        if let Some(home) = env("HOME") {
+            return Ok(std::path::PathBuf::from(home).join(".local/share/droidmesh"));
+        }
+        Err("gateway.data_dir is not set and neither XDG_DATA_HOME nor HOME is: set gateway.data_dir, or gateway.store = \"memory\"".into())
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.default_max_steps == 0 || self.default_max_steps > self.max_steps_limit {
             return Err(format!(
@@ -185,6 +235,7 @@ impl GatewayConfig {
         if self.max_manager_parse_failures == 0 {
             return Err("gateway.max_manager_parse_failures must be at least 1".into());
         }
+        self.store_at()?;
         Ok(())
     }
 }

@@ -2,13 +2,15 @@
 //! the newest kept within a count and a byte budget), the bounded queue of messages for its
 //! run, and its cancel signal. Watchers read the log from any sequence number and then wait
 //! for new events, so a client that reconnects misses nothing kept and sees nothing twice.
-use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use droidmesh_proto::v1::{Task, TaskEvent, TaskState, task_event};
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState, TaskSummary, task_event};
 use prost::Message;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::persist::{StoredEvent, TaskWrite};
 
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -71,6 +73,45 @@ struct Data {
     ended: bool,
     /// Dropped once the task has ended.
     control: Option<mpsc::Sender<Control>>,
+    /// With a task store: the latest seq written to it, and the count of changes to the
+    /// record (a write is complete when no change followed it).
+    written_seq: u64,
+    changes: u64,
+    /// The lease the task holds (for a store, so an orphaned task's lease can be given back).
+    lease: Option<LeaseRef>,
+    /// When the task reached its final state.
+    ended_at_ms: Option<i64>,
+    /// The run is over and the record compact: nothing changes any more.
+    run_over: bool,
+}
+
+/// The tasks whose changes a task store has not yet been given, by creation order, and the
+/// signal that wakes the writer. Holds at most one mark per task in memory.
+#[derive(Default)]
+pub struct Dirty {
+    marked: Mutex<BTreeSet<u64>>,
+    pub wake: Notify,
+}
+
+impl Dirty {
+    pub fn mark(&self, ord: u64) {
+        self.marked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ord);
+        self.wake.notify_one();
+    }
+
+    pub fn take(&self) -> BTreeSet<u64> {
+        std::mem::take(&mut *self.marked.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// What a write to the task store covered of one task.
+#[derive(Debug, Clone, Copy)]
+pub struct Written {
+    seq: u64,
+    changes: u64,
 }
 
 pub struct TaskEntry {
@@ -79,13 +120,22 @@ pub struct TaskEntry {
     pub(crate) ord: u64,
     limits: Limits,
     data: Mutex<Data>,
+    /// The latest event watchers may see: the latest pushed, or with a task store the latest
+    /// written to it, so that every event a client has seen survives a crash.
     last_seq: watch::Sender<u64>,
     cancel: watch::Sender<Option<String>>,
+    /// Set when a task store keeps the task: changes are marked here for its writer.
+    dirty: Option<Arc<Dirty>>,
 }
 
 impl TaskEntry {
     /// A new entry and the receiving end of its message queue.
-    pub(crate) fn new(task: Task, ord: u64, limits: Limits) -> (Self, mpsc::Receiver<Control>) {
+    pub(crate) fn new(
+        task: Task,
+        ord: u64,
+        limits: Limits,
+        dirty: Option<Arc<Dirty>>,
+    ) -> (Self, mpsc::Receiver<Control>) {
         let (control, rx) = mpsc::channel(limits.max_queued.max(1));
         let entry = Self {
             id: task.id.clone(),
@@ -98,9 +148,15 @@ impl TaskEntry {
                 step: 0,
                 ended: false,
                 control: Some(control),
+                written_seq: 0,
+                changes: 0,
+                lease: None,
+                ended_at_ms: None,
+                run_over: false,
             }),
             last_seq: watch::channel(0).0,
             cancel: watch::channel(None).0,
+            dirty,
         };
         (entry, rx)
     }
@@ -109,8 +165,38 @@ impl TaskEntry {
         self.data.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The record, as far as watchers may see its log.
     pub fn snapshot(&self) -> Task {
-        self.lock().task.clone()
+        let mut task = self.lock().task.clone();
+        task.last_seq = task.last_seq.min(self.visible_seq());
+        task
+    }
+
+    /// The record's summary, as far as watchers may see its log.
+    pub fn summary(&self) -> TaskSummary {
+        let mut s = self.with_task(crate::store::summary);
+        s.last_seq = s.last_seq.min(self.visible_seq());
+        s
+    }
+
+    /// The latest event watchers may see.
+    pub fn visible_seq(&self) -> u64 {
+        *self.last_seq.borrow()
+    }
+
+    /// Marks a change for the task store's writer, if there is one.
+    fn changed(&self, d: &mut Data) {
+        if let Some(dirty) = &self.dirty {
+            d.changes += 1;
+            dirty.mark(self.ord);
+        }
+    }
+
+    /// Records the lease the task holds (none once given back).
+    pub fn set_lease(&self, lease: Option<LeaseRef>) {
+        let mut d = self.lock();
+        d.lease = lease;
+        self.changed(&mut d);
     }
 
     /// Reads the record without copying it.
@@ -127,12 +213,18 @@ impl TaskEntry {
         let mut d = self.lock();
         f(&mut d.task);
         d.task.updated_at_ms = now_ms();
+        let state = TaskState::try_from(d.task.state).unwrap_or(TaskState::Unspecified);
+        if is_final(state) && d.ended_at_ms.is_none() {
+            d.ended_at_ms = Some(d.task.updated_at_ms);
+        }
+        self.changed(&mut d);
     }
 
     pub fn set_step(&self, step: u32) {
         let mut d = self.lock();
         d.step = step;
         d.task.steps = d.task.steps.max(step);
+        self.changed(&mut d);
     }
 
     /// Appends an event with the next sequence number, drops the oldest beyond the log's
@@ -166,21 +258,71 @@ impl TaskEntry {
             }
             d.task.last_seq = seq;
             d.task.updated_at_ms = now_ms();
+            self.changed(&mut d);
             seq
         };
-        self.last_seq.send_replace(seq);
+        if self.dirty.is_none() {
+            self.last_seq.send_replace(seq);
+        }
         seq
     }
 
-    /// Kept events with `seq >= from`, at most `max`. Events dropped from the log are skipped:
-    /// the first one returned may have a larger seq than `from`.
+    /// The record and the events the task store has not been given yet.
+    pub fn unwritten(&self) -> (TaskWrite, Written) {
+        let d = self.lock();
+        let first = d.task.first_seq.max(1);
+        let skip = usize::try_from((d.written_seq + 1).saturating_sub(first)).unwrap_or(usize::MAX);
+        let events = d
+            .events
+            .iter()
+            .skip(skip)
+            .zip((d.written_seq + 1).max(first)..)
+            .map(|(bytes, seq)| StoredEvent {
+                seq,
+                bytes: bytes.clone(),
+            })
+            .collect();
+        let write = TaskWrite {
+            task: d.task.clone(),
+            events,
+            lease: d.lease.clone(),
+            ended_at_ms: d.ended_at_ms,
+        };
+        let covers = Written {
+            seq: d.task.last_seq,
+            changes: d.changes,
+        };
+        (write, covers)
+    }
+
+    /// Records that the store has what `unwritten` gave, and shows its events to watchers.
+    /// True when the task will not change any more and the store has all of it.
+    pub fn written(&self, w: Written) -> bool {
+        let done = {
+            let mut d = self.lock();
+            d.written_seq = d.written_seq.max(w.seq);
+            d.run_over && d.changes == w.changes
+        };
+        self.last_seq.send_if_modified(|s| {
+            let newer = w.seq > *s;
+            *s = (*s).max(w.seq);
+            newer
+        });
+        done
+    }
+
+    /// Kept events with `seq >= from` that watchers may see, at most `max`. Events dropped
+    /// from the log are skipped: the first one returned may have a larger seq than `from`.
     pub fn events_from(&self, from: u64, max: usize) -> Vec<TaskEvent> {
+        let visible = self.visible_seq();
         let d = self.lock();
         let skip = usize::try_from(from.saturating_sub(d.task.first_seq)).unwrap_or(usize::MAX);
+        let shown = usize::try_from((visible + 1).saturating_sub(from.max(d.task.first_seq)))
+            .unwrap_or(usize::MAX);
         d.events
             .iter()
             .skip(skip)
-            .take(max)
+            .take(max.min(shown))
             .filter_map(|bytes| match TaskEvent::decode(bytes.as_slice()) {
                 Ok(mut ev) => {
                     ev.task_id.clone_from(&self.id);
@@ -197,10 +339,12 @@ impl TaskEntry {
 
     /// The log's end, read at once (no event can slip between the two fields).
     pub fn log_end(&self) -> LogEnd {
+        let visible = self.visible_seq();
         let d = self.lock();
         LogEnd {
-            last_seq: d.task.last_seq,
-            ended: d.ended,
+            last_seq: visible,
+            // Nothing is pushed after the completed event: it is visible when the last is.
+            ended: d.ended && visible >= d.task.last_seq,
         }
     }
 
@@ -259,6 +403,8 @@ impl TaskEntry {
         compact(&mut d.task);
         d.control = None;
         d.events.shrink_to_fit();
+        d.run_over = true;
+        self.changed(&mut d);
     }
 }
 
@@ -268,7 +414,7 @@ const KEPT_ANSWER: usize = 4_000;
 const KEPT_STRUCTURED_BYTES: usize = 4_000;
 const KEPT_FILES: usize = 20;
 
-fn compact(t: &mut Task) {
+pub(crate) fn compact(t: &mut Task) {
     if let Some(r) = t.request.as_mut() {
         r.goal = cut(&r.goal, KEPT_TEXT);
         r.app_card = cut(&r.app_card, KEPT_TEXT);

@@ -25,7 +25,7 @@ fn entry_and_queue(
         id: "t1".into(),
         ..Task::default()
     };
-    TaskEntry::new(task, 1, limits)
+    TaskEntry::new(task, 1, limits, None)
 }
 
 #[test]

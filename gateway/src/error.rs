@@ -145,6 +145,9 @@ pub enum GatewayError {
     /// A position past the end (a sequence number after the task's last event).
     #[error("{0}")]
     OutOfRange(String),
+    /// The task store failed.
+    #[error(transparent)]
+    Store(#[from] crate::persist::StoreError),
 }
 
 impl GatewayError {
@@ -174,6 +177,8 @@ impl GatewayError {
             GatewayError::Lease(p) | GatewayError::Peer(p) => p.code,
             GatewayError::Full(_) => Code::ResourceExhausted,
             GatewayError::OutOfRange(_) => Code::OutOfRange,
+            GatewayError::Store(crate::persist::StoreError::Corrupt { .. }) => Code::DataLoss,
+            GatewayError::Store(_) => Code::Unavailable,
         };
         Status::new(code, message)
     }

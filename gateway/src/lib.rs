@@ -13,6 +13,7 @@ pub mod entry;
 pub mod error;
 pub mod http;
 pub mod metrics;
+pub mod persist;
 pub mod queue;
 pub mod reasoning;
 pub mod routing;
@@ -109,5 +110,5 @@ pub fn gateway(
             .trim()
             .to_owned(),
     };
-    Ok(std::sync::Arc::new(GatewayService::new(deps)))
+    Ok(std::sync::Arc::new(GatewayService::new(deps)?))
 }

@@ -63,6 +63,7 @@ pub async fn run<D: Driver>(
     let Some(lease) = lease else {
         return; // ended while queued; already recorded
     };
+    entry.set_lease(Some(lease_ref(&lease)));
     entry.update(|t| t.device = lease.serial.clone());
     // The task's span (see `service::task_span`), when the lease came after it began.
     tracing::Span::current().record("droidmesh.device.serial", lease.serial.as_str());
@@ -96,7 +97,10 @@ pub async fn run<D: Driver>(
         lease: Some(lease_ref(&lease)),
     });
     match tokio::time::timeout(RELEASE_WAIT, release).await {
-        Ok(Ok(_)) => deps.released.notify_waiters(),
+        Ok(Ok(_)) => {
+            entry.set_lease(None);
+            deps.released.notify_waiters()
+        }
         Ok(Err(e)) => {
             tracing::warn!(task = %entry.id, error = %e, "lease release failed; it expires by its ttl")
         }

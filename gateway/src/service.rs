@@ -14,39 +14,91 @@ use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
 use crate::check;
+use crate::config::StoreAt;
 use crate::direct::DirectDriver;
 use crate::error::{GatewayError, PeerError};
+use crate::persist::TaskStore;
 use crate::reasoning::ReasoningDriver;
 use crate::runner::{self, Deps};
-use crate::store::{Control, Limits, Refused, Retention, Store, TaskEntry, is_final, now_ms};
-use crate::watch::{EventStream, watch};
+use crate::store::{
+    Control, Found, Limits, Refused, Retention, Store, TaskEntry, is_final, now_ms,
+};
+use crate::watch::{EventStream, watch, watch_stored};
 
 /// Summaries in a ListTasks page when the request does not say.
 const DEFAULT_PAGE: usize = 100;
 
+/// Longest an RPC waits for the tasks of a stopped gateway to be recovered at start.
+const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub struct GatewayService {
     deps: Deps,
     store: Arc<Store>,
+    /// True once the tasks a stopped gateway left unfinished are recovered.
+    ready: tokio::sync::watch::Receiver<bool>,
 }
 
 impl GatewayService {
-    pub fn new(deps: Deps) -> Self {
+    /// Opens the task store the config names, recovers what a stopped gateway left unfinished
+    /// there (in the background; RPCs wait for it) and starts its writer. Must be called
+    /// within a Tokio runtime.
+    pub fn new(deps: Deps) -> Result<Self, String> {
         let cfg = &deps.cfg;
-        let store = Store::new(
-            Retention {
-                keep: cfg.keep_finished_tasks,
-                keep_for_ms: cfg.keep_finished_for_ms,
-            },
-            Limits {
-                max_events: cfg.max_events_per_task,
-                max_event_bytes: cfg.max_event_bytes_per_task,
-                max_queued: cfg.max_queued_messages,
-            },
-        );
-        Self {
-            deps,
-            store: Arc::new(store),
-        }
+        let retention = Retention {
+            keep: cfg.keep_finished_tasks,
+            keep_for_ms: cfg.keep_finished_for_ms,
+        };
+        let limits = Limits {
+            max_events: cfg.max_events_per_task,
+            max_event_bytes: cfg.max_event_bytes_per_task,
+            max_queued: cfg.max_queued_messages,
+        };
+        let (done, ready) = tokio::sync::watch::channel(false);
+        let store = match cfg.store_at()? {
+            StoreAt::Memory => {
+                done.send_replace(true);
+                Arc::new(Store::new(retention, limits))
+            }
+            StoreAt::Sqlite(path) => {
+                let backend =
+                    crate::persist::sqlite::SqliteStore::open(&path).map_err(|e| e.to_string())?;
+                let owner = format!(
+                    "gateway-{}-{}",
+                    std::process::id(),
+                    uuid::Uuid::new_v4().simple()
+                );
+                tracing::info!(store = %backend.describe(), "tasks are kept in the task store");
+                let store = Arc::new(Store::durable(
+                    retention,
+                    limits,
+                    Arc::new(backend),
+                    owner.clone(),
+                ));
+                crate::persist::persister::spawn(&store);
+                let (s, device) = (store.clone(), deps.device.clone());
+                tokio::spawn(async move {
+                    match crate::persist::persister::recover(&s, &owner, device).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::warn!(
+                            tasks = n,
+                            "tasks left unfinished by a stopped gateway are marked FAILED"
+                        ),
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot recover the tasks a stopped gateway left unfinished")
+                        }
+                    }
+                    done.send_replace(true);
+                });
+                store
+            }
+        };
+        Ok(Self { deps, store, ready })
+    }
+
+    /// Waits (bounded) until the tasks of a stopped gateway are recovered.
+    async fn ready(&self) {
+        let mut ready = self.ready.clone();
+        let _ = tokio::time::timeout(RECOVERY_WAIT, ready.wait_for(|r| *r)).await;
     }
 
     /// Starts the task's run under the driver of its mode (checked by [`check::task_request`]);
@@ -99,6 +151,7 @@ impl GatewayService {
     /// unknown device is refused before anything exists.
     async fn create(&self, req: TaskRequest) -> Result<Arc<TaskEntry>, GatewayError> {
         check::task_request(&self.deps.cfg, &req)?;
+        self.ready().await;
         let id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let lease = if req.wait_for_device {
             None
@@ -127,22 +180,46 @@ impl GatewayService {
             updated_at_ms: now,
             ..Task::default()
         };
-        let (entry, control) = self.store.insert(task);
+        let (entry, control) = match self.store.create(task).await {
+            Ok(created) => created,
+            Err(e) => {
+                if let Some(lease) = &lease {
+                    let mut device = self.deps.device.clone();
+                    let _ = device
+                        .release_lease(droidmesh_proto::v1::ReleaseLeaseRequest {
+                            lease: Some(crate::driver::lease_ref(lease)),
+                        })
+                        .await;
+                }
+                return Err(e);
+            }
+        };
         runner::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_bytes = req.goal.len(), "task created");
         self.spawn_run(entry.clone(), req, lease, control);
         Ok(entry)
     }
 
-    fn entry(&self, id: &str) -> Result<Arc<TaskEntry>, GatewayError> {
+    /// The task with this id, in memory or in the task store.
+    async fn find(&self, id: &str) -> Result<Found, GatewayError> {
         if id.trim().is_empty() {
             return Err(GatewayError::InvalidRequest("task_id is empty".into()));
         }
         check::text("task_id", id, 200)?;
+        self.ready().await;
         self.store
-            .get(id)
+            .find(id)
+            .await?
             .ok_or_else(|| GatewayError::TaskNotFound { id: id.to_owned() })
     }
+}
+
+/// The refusal to steer a task that is in the store but not run by this process.
+fn not_here(task: &Task) -> GatewayError {
+    GatewayError::Unsupported(format!(
+        "task {} is not run by this gateway process, so it cannot be steered from here",
+        task.id
+    ))
 }
 
 /// The task's span: the whole mesh invoked as one agent, `invoke_agent droidmesh` (its agents'
@@ -190,7 +267,10 @@ impl Gateway for GatewayService {
 
     async fn get_task(&self, r: Request<GetTaskRequest>) -> Result<Response<Task>, Status> {
         Ok(Response::new(
-            self.entry(&r.into_inner().task_id)?.snapshot(),
+            match self.find(&r.into_inner().task_id).await? {
+                Found::Live(entry) => entry.snapshot(),
+                Found::Stored(task) => *task,
+            },
         ))
     }
 
@@ -205,7 +285,9 @@ impl Gateway for GatewayService {
             (0, limit) => limit as usize,
             (size, _) => size as usize,
         };
-        let (summaries, next_page_token) = self.store.page(&r.states, size, &r.page_token)?;
+        self.ready().await;
+        let (summaries, next_page_token) =
+            self.store.page_any(&r.states, size, &r.page_token).await?;
         #[allow(deprecated)]
         Ok(Response::new(ListTasksResponse {
             tasks: Vec::new(),
@@ -217,7 +299,11 @@ impl Gateway for GatewayService {
     async fn cancel_task(&self, r: Request<CancelTaskRequest>) -> Result<Response<Task>, Status> {
         let r = r.into_inner();
         check::text("reason", &r.reason, self.deps.cfg.max_goal_bytes)?;
-        let entry = self.entry(&r.task_id)?;
+        let entry = match self.find(&r.task_id).await? {
+            Found::Live(entry) => entry,
+            Found::Stored(task) if is_final(task.state()) => return Ok(Response::new(*task)),
+            Found::Stored(task) => return Err(not_here(&task).into()),
+        };
         if !is_final(entry.state()) {
             let reason = if r.reason.trim().is_empty() {
                 "cancelled by the user".to_owned()
@@ -244,8 +330,13 @@ impl Gateway for GatewayService {
         r: Request<WatchTaskRequest>,
     ) -> Result<Response<EventStream>, Status> {
         let r = r.into_inner();
-        let entry = self.entry(&r.task_id)?;
-        Ok(Response::new(watch(entry, r.from_seq, false)?))
+        Ok(Response::new(match self.find(&r.task_id).await? {
+            Found::Live(entry) => watch(entry, r.from_seq, false)?,
+            Found::Stored(task) => match self.store.backend() {
+                Some((backend, _)) => watch_stored(backend.clone(), *task, r.from_seq)?,
+                None => return Err(GatewayError::TaskNotFound { id: r.task_id }.into()),
+            },
+        }))
     }
 
     async fn send_message(
@@ -253,7 +344,7 @@ impl Gateway for GatewayService {
         r: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
         let r = r.into_inner();
-        let entry = self.entry(&r.task_id)?;
+        let found = self.find(&r.task_id).await?;
         let Some(kind) = r.kind else {
             return Err(GatewayError::InvalidRequest(
                 "message is empty: set human_reply, change_goal, stop or note".into(),
@@ -273,6 +364,20 @@ impl Gateway for GatewayService {
             )
             .into());
         }
+        let entry = match found {
+            Found::Live(entry) => entry,
+            Found::Stored(task) if is_final(task.state()) => {
+                return Ok(Response::new(SendMessageResponse {
+                    accepted: false,
+                    detail: format!(
+                        "task {} has already ended ({})",
+                        task.id,
+                        task.state().as_str_name()
+                    ),
+                }));
+            }
+            Found::Stored(task) => return Err(not_here(&task).into()),
+        };
         let state = entry.state();
         let reply = |accepted: bool, detail: String| {
             Ok(Response::new(SendMessageResponse { accepted, detail }))

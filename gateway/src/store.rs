@@ -2,14 +2,19 @@
 //! first, and retention — an ended task is made compact and forgotten once more than
 //! `keep_finished_tasks` have ended after it or `keep_finished_for_ms` has passed; a task that
 //! has not ended is never forgotten.
+//!
+//! With a task store ([`crate::persist`]) memory holds only the tasks this process runs (and
+//! ended ones until the store has all of them); the store holds every task, answers for the
+//! rest and applies retention.
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use droidmesh_proto::v1::{Task, TaskState, TaskSummary};
 use tokio::sync::mpsc;
 
-pub use crate::entry::{Control, Limits, Refused, TaskEntry, cut, is_final, now_ms};
+pub use crate::entry::{Control, Dirty, Limits, Refused, TaskEntry, cut, is_final, now_ms};
 use crate::error::GatewayError;
+use crate::persist::TaskStore;
 
 /// How many ended tasks are kept, and for how long.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +41,23 @@ pub struct Store {
     index: Mutex<Index>,
     retention: Retention,
     limits: Limits,
+    durable: Option<Durable>,
+}
+
+/// The task store behind memory.
+struct Durable {
+    backend: Arc<dyn TaskStore>,
+    dirty: Arc<Dirty>,
+    /// This process, as the store knows it.
+    owner: String,
+}
+
+/// A task found by id.
+pub enum Found {
+    /// Run by this process.
+    Live(Arc<TaskEntry>),
+    /// Read from the task store (ended, or run elsewhere).
+    Stored(Box<Task>),
 }
 
 impl Store {
@@ -44,7 +66,34 @@ impl Store {
             index: Mutex::default(),
             retention,
             limits,
+            durable: None,
         }
+    }
+
+    /// A store whose tasks are kept in `backend` by this process, `owner`.
+    pub fn durable(
+        retention: Retention,
+        limits: Limits,
+        backend: Arc<dyn TaskStore>,
+        owner: String,
+    ) -> Self {
+        Self {
+            durable: Some(Durable {
+                backend,
+                dirty: Arc::default(),
+                owner,
+            }),
+            ..Self::new(retention, limits)
+        }
+    }
+
+    /// The task store and the marks of its writer, if there is one.
+    pub fn backend(&self) -> Option<(&Arc<dyn TaskStore>, &Arc<Dirty>)> {
+        self.durable.as_ref().map(|d| (&d.backend, &d.dirty))
+    }
+
+    pub fn retention(&self) -> Retention {
+        self.retention
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Index> {
@@ -56,17 +105,81 @@ impl Store {
         let mut index = self.lock();
         self.forget_old(&mut index, now_ms());
         index.next_ord += 1;
-        let (entry, rx) = TaskEntry::new(task, index.next_ord, self.limits);
+        let ord = index.next_ord;
+        Self::add(&mut index, task, ord, self.limits, None)
+    }
+
+    fn add(
+        index: &mut Index,
+        task: Task,
+        ord: u64,
+        limits: Limits,
+        dirty: Option<Arc<Dirty>>,
+    ) -> (Arc<TaskEntry>, mpsc::Receiver<Control>) {
+        let (entry, rx) = TaskEntry::new(task, ord, limits, dirty);
         let entry = Arc::new(entry);
         index.by_id.insert(entry.id.clone(), entry.clone());
         index.by_ord.insert(entry.ord, entry.clone());
         (entry, rx)
     }
 
+    /// Registers a new task, first in the task store if there is one (so a task whose id a
+    /// client was given survives a crash).
+    pub async fn create(
+        &self,
+        task: Task,
+    ) -> Result<(Arc<TaskEntry>, mpsc::Receiver<Control>), GatewayError> {
+        let Some(d) = &self.durable else {
+            return Ok(self.insert(task));
+        };
+        let ord = d.backend.create(&task, &d.owner).await?;
+        let mut index = self.lock();
+        Ok(Self::add(
+            &mut index,
+            task,
+            ord,
+            self.limits,
+            Some(d.dirty.clone()),
+        ))
+    }
+
+    /// The entry of a task in memory by its creation order.
+    pub fn live(&self, ord: u64) -> Option<Arc<TaskEntry>> {
+        self.lock().by_ord.get(&ord).cloned()
+    }
+
+    /// Drops an ended task the task store has all of from memory.
+    pub fn forget(&self, entry: &TaskEntry) {
+        let mut index = self.lock();
+        if index.by_ord.remove(&entry.ord).is_some() {
+            index.by_id.remove(&entry.id);
+        }
+    }
+
+    /// The task with this id: in memory, else in the task store.
+    pub async fn find(&self, id: &str) -> Result<Option<Found>, GatewayError> {
+        if let Some(entry) = self.get(id) {
+            return Ok(Some(Found::Live(entry)));
+        }
+        let Some(d) = &self.durable else {
+            return Ok(None);
+        };
+        // Between the two reads the task may have left memory once stored: look again.
+        let stored = d.backend.task(id).await?;
+        if let Some(entry) = self.get(id) {
+            return Ok(Some(Found::Live(entry)));
+        }
+        Ok(stored.map(|(_, t)| Found::Stored(Box::new(t))))
+    }
+
     /// Records that the task's run is over: its record is made compact and it joins the
-    /// ended tasks that retention forgets, oldest first.
+    /// ended tasks that retention forgets, oldest first (with a task store, it leaves memory
+    /// once the store has all of it, and the store's retention applies).
     pub fn ended(&self, entry: &TaskEntry) {
         entry.compact();
+        if self.durable.is_some() {
+            return;
+        }
         let now = now_ms();
         let mut index = self.lock();
         if index.by_ord.contains_key(&entry.ord) {
@@ -106,7 +219,41 @@ impl Store {
     }
 
     /// A page of summaries, newest first, of tasks in `states` (all when empty), and the
-    /// token of the next page (empty after the last).
+    /// token of the next page (empty after the last): from the task store when there is one,
+    /// with the newer state of tasks in memory.
+    pub async fn page_any(
+        &self,
+        states: &[i32],
+        size: usize,
+        token: &str,
+    ) -> Result<(Vec<TaskSummary>, String), GatewayError> {
+        let Some(d) = &self.durable else {
+            return self.page(states, size, token);
+        };
+        let before = parse_token(token)?;
+        let size = size.clamp(1, MAX_PAGE);
+        let mut rows = d.backend.page(states, before, size + 1).await?;
+        let next = if rows.len() > size {
+            rows.truncate(size);
+            rows.last()
+                .map(|(ord, _)| format!("p{ord}"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let page = rows
+            .into_iter()
+            .map(|(ord, task)| match self.live(ord) {
+                Some(entry) => entry.summary(),
+                None => summary(&task),
+            })
+            // A task in memory may have moved on from the state it was listed by.
+            .filter(|s| states.is_empty() || states.contains(&s.state))
+            .collect();
+        Ok((page, next))
+    }
+
+    /// [`Store::page_any`] of the tasks in memory.
     pub fn page(
         &self,
         states: &[i32],
@@ -120,7 +267,7 @@ impl Store {
         let mut page = Vec::with_capacity(size.min(64));
         let mut next = String::new();
         for (ord, entry) in index.by_ord.range(..before).rev() {
-            let summary = entry.with_task(summary);
+            let summary = entry.summary();
             if !states.is_empty() && !states.contains(&(summary.state)) {
                 continue;
             }
@@ -151,7 +298,7 @@ fn parse_token(token: &str) -> Result<u64, GatewayError> {
         })
 }
 
-fn summary(t: &Task) -> TaskSummary {
+pub(crate) fn summary(t: &Task) -> TaskSummary {
     let req = t.request.as_ref();
     let ended = is_final(TaskState::try_from(t.state).unwrap_or(TaskState::Unspecified));
     let reason = if t.error.is_empty() {

@@ -72,6 +72,18 @@ pub struct Stack {
     pub http: String,
     pub device: DeviceServiceClient<Channel>,
     pub executor_endpoint: String,
+    /// The directory of the gateway's embedded task store, removed with the stack.
+    pub data_dir: Option<tempfile::TempDir>,
+}
+
+/// Gives a gateway that keeps its tasks in the embedded store a directory of its own.
+pub fn own_store(mut cfg: GatewayConfig) -> (GatewayConfig, Option<tempfile::TempDir>) {
+    if cfg.store != "sqlite" || cfg.data_dir.is_some() {
+        return (cfg, None);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    cfg.data_dir = Some(dir.path().to_owned());
+    (cfg, Some(dir))
 }
 
 pub fn test_config() -> GatewayConfig {
@@ -155,6 +167,7 @@ pub async fn reasoning_stack(
         },
         text_manipulator: agents.clone(),
     };
+    let (cfg, data_dir) = own_store(cfg);
     let (gw_ep, http) = serve_gateway(cfg, &peers).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
     let mut d = device.clone();
@@ -165,6 +178,7 @@ pub async fn reasoning_stack(
         http,
         device,
         executor_endpoint: agents,
+        data_dir,
     }
 }
 
@@ -198,6 +212,7 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
         scripter: manager_ep.clone(),
         text_manipulator: manager_ep,
     };
+    let (cfg, data_dir) = own_store(cfg);
     let (gw_ep, http) = serve_gateway(cfg, &peers).await;
     let device = DeviceServiceClient::connect(device_ep).await.unwrap();
     // The device service learns about devices from the adb server on first use.
@@ -209,6 +224,7 @@ pub async fn stack_with(shared: &Shared, executor: Option<String>, cfg: GatewayC
         http,
         device,
         executor_endpoint: executor_ep,
+        data_dir,
     }
 }
 

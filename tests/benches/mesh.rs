@@ -71,12 +71,12 @@ fn rss_kb(pid: u32) -> u64 {
 }
 
 async fn start(sims: usize, llm_url: &str) -> Mesh {
-    start_with(sims, llm_url, 0, "warn").await
+    start_with(sims, llm_url, 0, "warn", "").await
 }
 
-/// [`start`] with `admin` as every service's admin port (0: none; one service then takes it)
-/// and `RUST_LOG` for the services.
-async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str) -> Mesh {
+/// [`start`] with `admin` as every service's admin port (0: none; one service then takes it),
+/// `RUST_LOG` for the services and `gateway` as lines of the `[gateway]` section.
+async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str, gateway: &str) -> Mesh {
     let (sim, serials) = start_sims(sims).unwrap();
     let (dev, exe, man, gw) = (free_port(), free_port(), free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("droidmesh-bench-{}-{gw}", std::process::id()));
@@ -85,7 +85,7 @@ async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str) -> M
     let config = format!(
         "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\nadmin = 0\ngateway_http = 0\n\
          [endpoints]\ndevice = \"http://127.0.0.1:{dev}\"\nexecutor = \"http://127.0.0.1:{exe}\"\nmanager = \"http://127.0.0.1:{man}\"\ngateway = \"http://127.0.0.1:{gw}\"\n\
-         [device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
+         [gateway]\n{gateway}\n[device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
          [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n[llm.profiles.default]\nprovider = \"mock\"\nmodel = \"bench\"\n",
         direct.join(", ")
     );
@@ -200,6 +200,10 @@ async fn main() {
     droidmesh_llm::install_crypto_provider();
     // `cargo bench -p droidmesh-e2e --bench mesh -- concurrent` runs only the concurrent-task
     // figures.
+    if std::env::args().any(|a| a == "store") {
+        store_throughput(50, 20).await;
+        return;
+    }
     if std::env::args().any(|a| a == "concurrent") {
         concurrent(50, 20, 200, 90).await;
         concurrent(200, 10, 500, 95).await;
@@ -684,5 +688,62 @@ async fn device_footprint() {
     println!(
         "resident memory of the device service holding 20 devices (leased, state and screenshot read): {:.1} MB (target <= 60 MB)",
         rss_kb(pid) as f64 / 1024.0
+    );
+}
+
+/// Tasks per second through one gateway, `clients` at once each running `per_client` one-step
+/// tasks back to back on its own phone (zero-latency model), with the gateway's tasks kept in
+/// memory and in its SQLite store, alternately (twice each) so machine noise hits both.
+async fn store_throughput(clients: usize, per_client: usize) {
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(MockResponse::success(
+        WireFormat::Openai,
+        "```javascript\ncomplete(true, 'done')\n```",
+        "bench",
+        100,
+        10,
+    ));
+    println!("tasks/s through one gateway, {clients} clients x {per_client} one-step tasks:");
+    let mut rates: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for store in ["memory", "sqlite", "memory", "sqlite"] {
+        let mesh = std::sync::Arc::new(
+            start_with(
+                clients,
+                &llm.url(),
+                0,
+                "warn",
+                &format!("store = \"{store}\""),
+            )
+            .await,
+        );
+        let run = |n: usize| {
+            let handles: Vec<_> = (0..clients)
+                .map(|i| {
+                    let m = mesh.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..n {
+                            timed_task(&m, &m.serials[i], 1, Mode::Direct).await;
+                        }
+                    })
+                })
+                .collect();
+            async move {
+                for h in handles {
+                    h.await.unwrap();
+                }
+            }
+        };
+        run(1).await; // warm up
+        let t = Instant::now();
+        run(per_client).await;
+        let rate = (clients * per_client) as f64 / t.elapsed().as_secs_f64();
+        println!("  {store:<7} {rate:>7.1} tasks/s");
+        rates.entry(store).or_default().push(rate);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    println!(
+        "  sqlite / memory: {:.1}% (target >= 95%)",
+        100.0 * mean(&rates["sqlite"]) / mean(&rates["memory"])
     );
 }

@@ -31,10 +31,12 @@ pub fn free_port() -> u16 {
         .unwrap_or(0)
 }
 
-/// A child process killed on drop.
+/// A child process killed on drop, with a data directory of its own (`XDG_DATA_HOME`, where a
+/// gateway keeps its embedded task store unless told otherwise), removed with it.
 pub struct Proc {
     pub name: String,
     child: Child,
+    _data: tempfile::TempDir,
 }
 
 impl Proc {
@@ -45,9 +47,11 @@ impl Proc {
     /// [`Proc::spawn`] with extra environment variables.
     pub fn spawn_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Proc, String> {
         let bin = droidmesh_bin()?;
+        let data = tempfile::tempdir().map_err(|e| format!("no data directory for {name}: {e}"))?;
         let child = Command::new(bin)
             .args(args)
             .env("RUST_LOG", "warn")
+            .env("XDG_DATA_HOME", data.path())
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -57,6 +61,7 @@ impl Proc {
         Ok(Proc {
             name: name.to_owned(),
             child,
+            _data: data,
         })
     }
 

@@ -23,6 +23,7 @@ mod otlp_metrics;
 mod reasoning;
 mod recovery;
 mod scale;
+mod store;
 mod tasks;
 mod trace;
 

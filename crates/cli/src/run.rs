@@ -208,6 +208,8 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             } else {
                 args.sims
             };
+            // One task, watched to its end: nothing to keep after it.
+            config.gateway.store = "memory".into();
             let mesh = Mesh::start(config, sims).await?;
             if device.is_empty()
                 && let Some(first) = mesh.sims.as_ref().and_then(|f| f.addrs().first().copied())

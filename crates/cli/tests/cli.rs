@@ -430,3 +430,24 @@ fn a_small_local_model_s_refusals_and_slowness_are_named() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_damaged_task_store_stops_the_gateway_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.sqlite");
+    std::fs::write(&file, vec![0x5a; 8192]).unwrap();
+    let out = droidmesh()
+        .args(["serve", "gateway"])
+        .env("DROIDMESH_GATEWAY__DATA_DIR", dir.path())
+        .env("DROIDMESH_LISTEN__GATEWAY", "0")
+        .env("DROIDMESH_LISTEN__ADMIN", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(
+        err.contains("not a SQLite database or it is damaged"),
+        "{err}"
+    );
+}

@@ -6,7 +6,7 @@
 use super::*;
 
 async fn median_step(admin: u16, rust_log: &str, llm_url: &str) -> Duration {
-    let mesh = start_with(1, llm_url, admin, rust_log).await;
+    let mesh = start_with(1, llm_url, admin, rust_log, "").await;
     let _warm = task(&mesh, &mesh.serials[0], 5).await;
     let mut steps = task(&mesh, &mesh.serials[0], 200).await;
     if admin != 0 {

@@ -1,0 +1,120 @@
+//! Where tasks outlive the gateway's memory: the [`TaskStore`] trait and its backends. A
+//! running task lives in memory (`crate::store`); every change to it is written here in
+//! batches by the [`persister`], a task record and its new events in one transaction, and a
+//! watcher is shown an event only once it is written, so every event a client has seen
+//! survives a crash. Ended tasks are read back from here, a restart included.
+pub mod persister;
+pub mod sqlite;
+
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
+
+pub use crate::store::Retention;
+
+/// Version of the schema this build writes. A store written by a newer one is refused.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One event as stored: its seq and its encoding without the task id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// A task's record as it is now and its events not written yet.
+#[derive(Debug, Clone)]
+pub struct TaskWrite {
+    pub task: Task,
+    /// Seqs follow those already written, without gaps, except that the oldest may have been
+    /// dropped from the log (they are then below `task.first_seq`, and are dropped here too).
+    pub events: Vec<StoredEvent>,
+    /// The lease the task holds, so that a gateway that finds it orphaned can give it back.
+    pub lease: Option<LeaseRef>,
+    /// When the task's run ended (retention counts from it).
+    pub ended_at_ms: Option<i64>,
+}
+
+/// A task that was not ended when the process that ran it stopped.
+#[derive(Debug, Clone)]
+pub struct Orphan {
+    pub task: Task,
+    pub lease: Option<LeaseRef>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be opened or used at all; the message names it and says why.
+    #[error("{0}")]
+    Unusable(String),
+    /// One operation failed (the store may work again later).
+    #[error("task store ({store}): {message}")]
+    Failed { store: String, message: String },
+    /// A stored record or event does not decode.
+    #[error("task store ({store}): a stored {what} does not decode: {message}")]
+    Corrupt {
+        store: String,
+        what: &'static str,
+        message: String,
+    },
+}
+
+/// Tasks kept beyond a process: records, full event logs, leases held, retention.
+#[tonic::async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// What and where the store is, for logs and errors (never a password).
+    fn describe(&self) -> String;
+
+    /// Records a new task, owned by `owner` (this process), and returns its creation order:
+    /// larger for newer tasks, never reused.
+    async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError>;
+
+    /// Writes every record and its new events in one transaction.
+    async fn write(&self, batch: Vec<TaskWrite>) -> Result<(), StoreError>;
+
+    /// The task's record and its creation order.
+    async fn task(&self, id: &str) -> Result<Option<(u64, Task)>, StoreError>;
+
+    /// Stored events of the task with `seq >= from`, oldest first, at most `max`.
+    async fn events(&self, id: &str, from: u64, max: usize) -> Result<Vec<TaskEvent>, StoreError>;
+
+    /// Records created before `before` (creation order), newest first, in `states` (every
+    /// state when empty), at most `size`.
+    async fn page(
+        &self,
+        states: &[i32],
+        before: u64,
+        size: usize,
+    ) -> Result<Vec<(u64, Task)>, StoreError>;
+
+    /// Forgets ended tasks beyond `keep.keep` (oldest ending first) and those that ended more
+    /// than `keep.keep_for_ms` before `now_ms`; never one that has not ended. Returns how many.
+    async fn prune(&self, keep: Retention, now_ms: i64) -> Result<u64, StoreError>;
+
+    /// Tasks not ended whose owner is not running any more (for an embedded store: every one,
+    /// since one process owns it).
+    async fn orphans(&self, owner: &str) -> Result<Vec<Orphan>, StoreError>;
+
+    /// Tasks kept.
+    async fn count(&self) -> Result<u64, StoreError>;
+}
+
+/// Decodes a stored event of task `id`.
+pub(crate) fn decode_event(store: &str, id: &str, bytes: &[u8]) -> Result<TaskEvent, StoreError> {
+    use prost::Message as _;
+    let mut ev = TaskEvent::decode(bytes).map_err(|e| StoreError::Corrupt {
+        store: store.to_owned(),
+        what: "event",
+        message: e.to_string(),
+    })?;
+    ev.task_id = id.to_owned();
+    Ok(ev)
+}
+
+/// Decodes a stored task record.
+pub(crate) fn decode_task(store: &str, bytes: &[u8]) -> Result<Task, StoreError> {
+    use prost::Message as _;
+    Task::decode(bytes).map_err(|e| StoreError::Corrupt {
+        store: store.to_owned(),
+        what: "task record",
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,227 @@
+//! The task store's writer and the recovery of tasks a stopped gateway left running.
+//!
+//! The writer takes the tasks whose records or logs changed, gives the store each one's record
+//! and new events in one transaction per batch, and then shows those events to watchers. While
+//! the store fails, tasks run on: their events wait in memory (each log within its bounds,
+//! the oldest dropped first) and watchers see nothing new until a write succeeds; the writer
+//! tries again with backoff and logs the failure.
+use std::sync::Arc;
+use std::time::Duration;
+
+use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
+use droidmesh_proto::v1::{
+    ReleaseLeaseRequest, Task, TaskCompleted, TaskEvent, TaskState, TaskStatus, task_event,
+};
+use droidmesh_runtime::TracedChannel;
+use prost::Message as _;
+use tokio::time::Instant;
+
+use super::{Orphan, StoreError, StoredEvent, TaskWrite};
+use crate::store::{Store, is_final, now_ms};
+
+/// Most tasks written in one transaction.
+const MAX_BATCH: usize = 256;
+/// Retention is applied this often.
+const PRUNE_EVERY: Duration = Duration::from_secs(10);
+/// Longest pause between two tries of a failing store.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Starts the writer of `store`'s task store (nothing when it has none). It stops once the
+/// store is dropped.
+pub fn spawn(store: &Arc<Store>) {
+    let Some((_, dirty)) = store.backend() else {
+        return;
+    };
+    let dirty = dirty.clone();
+    let store = Arc::downgrade(store);
+    tokio::spawn(async move {
+        let mut failures = 0u32;
+        let mut next_prune = Instant::now() + PRUNE_EVERY;
+        loop {
+            tokio::select! {
+                () = dirty.wake.notified() => {}
+                () = tokio::time::sleep_until(next_prune) => {}
+            }
+            let Some(store) = store.upgrade() else { return };
+            if Instant::now() >= next_prune {
+                next_prune = Instant::now() + PRUNE_EVERY;
+                prune(&store).await;
+            }
+            match flush(&store).await {
+                Ok(()) => failures = 0,
+                Err(e) => {
+                    failures += 1;
+                    if failures == 1 || failures.is_multiple_of(20) {
+                        tracing::error!(error = %e, failures, "cannot write tasks to the task store; their events wait in memory and watchers see nothing new until it works again");
+                    }
+                    let pause = Duration::from_millis(50) * 2u32.saturating_pow(failures.min(7));
+                    tokio::time::sleep(pause.min(MAX_BACKOFF)).await;
+                }
+            }
+        }
+    });
+}
+
+/// Writes every marked task; on failure marks them again.
+async fn flush(store: &Store) -> Result<(), StoreError> {
+    let Some((backend, dirty)) = store.backend() else {
+        return Ok(());
+    };
+    let marked: Vec<u64> = dirty.take().into_iter().collect();
+    for (i, chunk) in marked.chunks(MAX_BATCH).enumerate() {
+        let entries: Vec<_> = chunk.iter().filter_map(|ord| store.live(*ord)).collect();
+        let (batch, covers): (Vec<TaskWrite>, Vec<_>) =
+            entries.iter().map(|e| e.unwritten()).unzip();
+        if let Err(e) = backend.write(batch).await {
+            for ord in &marked[i * MAX_BATCH..] {
+                dirty.mark(*ord);
+            }
+            return Err(e);
+        }
+        for (entry, covered) in entries.iter().zip(covers) {
+            if entry.written(covered) {
+                store.forget(entry);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn prune(store: &Store) {
+    let Some((backend, _)) = store.backend() else {
+        return;
+    };
+    match backend.prune(store.retention(), now_ms()).await {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(tasks = n, "retention forgot ended tasks"),
+        Err(e) => tracing::warn!(error = %e, "retention could not forget ended tasks"),
+    }
+}
+
+/// Ends every task a stopped gateway left unfinished: FAILED with the reason, a status and a
+/// completed event in its log; then gives their leases back (in the background: a lease also
+/// expires by its ttl). Returns how many tasks it ended.
+pub async fn recover(
+    store: &Store,
+    owner: &str,
+    device: DeviceServiceClient<TracedChannel>,
+) -> Result<usize, StoreError> {
+    let Some((backend, _)) = store.backend() else {
+        return Ok(0);
+    };
+    let orphans = backend.orphans(owner).await?;
+    if orphans.is_empty() {
+        return Ok(0);
+    }
+    let n = orphans.len();
+    let mut leases = Vec::new();
+    let mut batch = Vec::new();
+    for Orphan { task, lease } in orphans {
+        tracing::warn!(task = %task.id, state = ?TaskState::try_from(task.state).unwrap_or_default(), "the gateway that ran this task stopped: it is marked FAILED");
+        leases.extend(lease);
+        batch.push(orphan_ended(task));
+    }
+    for chunk in batch.chunks(MAX_BATCH) {
+        backend.write(chunk.to_vec()).await?;
+    }
+    if !leases.is_empty() {
+        tokio::spawn(release_all(device, leases));
+    }
+    Ok(n)
+}
+
+/// The record and events of a task whose gateway stopped while it ran.
+fn orphan_ended(mut task: Task) -> TaskWrite {
+    let was = TaskState::try_from(task.state).unwrap_or_default();
+    let reason = format!(
+        "gateway restarted: the task was {} when the gateway running it stopped, and its run was lost",
+        was.as_str_name()
+            .trim_start_matches("TASK_STATE_")
+            .to_ascii_lowercase()
+            .replace('_', " ")
+    );
+    let now = now_ms();
+    let mut events = Vec::new();
+    if !is_final(was) {
+        let steps = task.steps;
+        let mut event = |kind| {
+            task.last_seq += 1;
+            events.push(StoredEvent {
+                seq: task.last_seq,
+                bytes: TaskEvent {
+                    task_id: String::new(),
+                    seq: task.last_seq,
+                    time_ms: now,
+                    step: steps,
+                    kind: Some(kind),
+                }
+                .encode_to_vec(),
+            });
+        };
+        event(task_event::Kind::Status(TaskStatus {
+            state: TaskState::Failed as i32,
+            detail: reason.clone(),
+        }));
+        event(task_event::Kind::Completed(TaskCompleted {
+            success: false,
+            answer: String::new(),
+            structured_output: None,
+            steps: task.steps,
+            usage: task.usage,
+            duration_ms: u64::try_from(now.saturating_sub(task.created_at_ms)).unwrap_or(0),
+            error: reason.clone(),
+            answered_directly: false,
+            files: task.files.clone(),
+        }));
+        if task.first_seq == 0 {
+            task.first_seq = task.last_seq - 1;
+        }
+        task.state = TaskState::Failed as i32;
+        task.answer.clone_from(&reason);
+        task.error = reason;
+    }
+    task.updated_at_ms = now;
+    crate::entry::compact(&mut task);
+    TaskWrite {
+        task,
+        events,
+        lease: None,
+        ended_at_ms: Some(now),
+    }
+}
+
+/// Gives the leases back, trying for a while if the device service is not up yet.
+async fn release_all(
+    mut device: DeviceServiceClient<TracedChannel>,
+    leases: Vec<droidmesh_proto::v1::LeaseRef>,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for lease in leases {
+        loop {
+            let call = device.release_lease(ReleaseLeaseRequest {
+                lease: Some(lease.clone()),
+            });
+            match tokio::time::timeout(Duration::from_secs(3), call).await {
+                Ok(Ok(r)) => {
+                    tracing::info!(serial = %lease.serial, released = r.into_inner().released, "gave back the lease of a task the stopped gateway ran");
+                    break;
+                }
+                Ok(Err(s))
+                    if !matches!(
+                        s.code(),
+                        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+                    ) =>
+                {
+                    // The lease is gone already (expired, or the device service restarted).
+                    tracing::info!(serial = %lease.serial, answer = %s.message(), "the lease of a task the stopped gateway ran is not held any more");
+                    break;
+                }
+                _ if Instant::now() >= deadline => {
+                    tracing::warn!(serial = %lease.serial, "could not give back the lease of a task the stopped gateway ran; it expires by its ttl");
+                    break;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The embedded task store: one SQLite file (WAL, `synchronous = NORMAL`: a commit survives the
+//! process being killed, not the machine losing power), held by one gateway process at a time
+//! (`locking_mode = EXCLUSIVE`). Its schema version is SQLite's `user_version`; a file written
+//! by a newer droidmesh is refused rather than read wrongly.
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
+use prost::Message as _;
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use super::{
+    Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
+};
+
+/// Schema changes, in order: entry `n` brings a store from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 0 → 1
+    "CREATE TABLE tasks (
+        ord INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        state INTEGER NOT NULL,
+        owner TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        ended_at_ms INTEGER,
+        lease_serial TEXT,
+        lease_id TEXT,
+        record BLOB NOT NULL
+    );
+    CREATE INDEX tasks_by_end ON tasks (ended_at_ms) WHERE ended_at_ms IS NOT NULL;
+    CREATE TABLE events (
+        task_ord INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        event BLOB NOT NULL,
+        PRIMARY KEY (task_ord, seq)
+    ) WITHOUT ROWID;",
+];
+
+/// Most ended tasks forgotten in one transaction (a prune that has more to do goes on at its
+/// next turn).
+const PRUNE_BATCH: i64 = 1_000;
+
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its directory if need be) the store at `path`, brings its schema
+    /// up to date and takes it for this process.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        let unusable = |why: String| StoreError::Unusable(format!("task store {shown}: {why}"));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| unusable(format!("cannot create its directory: {e}")))?;
+        }
+        let conn = Connection::open(path).map_err(|e| unusable(format!("cannot open it: {e}")))?;
+        let damaged = |e: rusqlite::Error| {
+            if is_busy(&e) {
+                unusable(
+                    "it is in use by another gateway process (an embedded store belongs to one \
+                     process; give each gateway its own gateway.data_dir, or share a PostgreSQL \
+                     store)"
+                        .into(),
+                )
+            } else {
+                unusable(format!(
+                    "it is not a SQLite database or it is damaged ({e}); move it away to start \
+                     with an empty store, or put back a copy"
+                ))
+            }
+        };
+        // Another process holding the file is told at once, not after SQLite's 5 s default.
+        conn.busy_timeout(std::time::Duration::from_millis(200))
+            .map_err(damaged)?;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(damaged)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(damaged)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(unusable(format!(
+                "cannot switch it to write-ahead logging (journal mode stays {mode})"
+            )));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(damaged)?;
+        let version: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(damaged)?;
+        if version > SCHEMA_VERSION {
+            return Err(unusable(format!(
+                "it was written by a newer droidmesh (schema version {version}; this build \
+                 knows up to {SCHEMA_VERSION}); run that version, or point gateway.store \
+                 elsewhere"
+            )));
+        }
+        let tx = conn.unchecked_transaction().map_err(damaged)?;
+        for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql)
+                .map_err(|e| unusable(format!("migration {from} → {} failed: {e}", from + 1)))?;
+        }
+        // Written even when nothing changed, so the exclusive lock is taken now, not at the
+        // first task.
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(damaged)?;
+        tx.commit().map_err(damaged)?;
+        Ok(Self {
+            path: path.to_owned(),
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` on the connection in a blocking thread.
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        let name = self.describe();
+        tokio::task::spawn_blocking(move || {
+            let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut c)
+        })
+        .await
+        .map_err(|e| StoreError::Failed {
+            store: name,
+            message: format!("the store's worker thread failed: {e}"),
+        })?
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn failed(store: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError::Failed {
+        store: store.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+/// SQLite integers are signed; seqs and orders fit (they count from 1).
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn uint(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+#[tonic::async_trait]
+impl TaskStore for SqliteStore {
+    fn describe(&self) -> String {
+        format!("sqlite {}", self.path.display())
+    }
+
+    async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
+        let name = self.describe();
+        let (id, state, created, record) = (
+            task.id.clone(),
+            task.state,
+            task.created_at_ms,
+            task.encode_to_vec(),
+        );
+        let owner = owner.to_owned();
+        self.run(move |c| {
+            c.query_row(
+                "INSERT INTO tasks (id, state, owner, created_at_ms, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING ord",
+                params![id, state, owner, created, record],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(uint)
+            .map_err(failed(&name))
+        })
+        .await
+    }
+
+    async fn write(&self, batch: Vec<TaskWrite>) -> Result<(), StoreError> {
+        let name = self.describe();
+        self.run(move |c| {
+            let err = failed(&name);
+            let tx = c.transaction().map_err(&err)?;
+            {
+                let mut record = tx
+                    .prepare_cached(
+                        "UPDATE tasks SET state = ?2, ended_at_ms = ?3, lease_serial = ?4,
+                         lease_id = ?5, record = ?6 WHERE id = ?1 RETURNING ord",
+                    )
+                    .map_err(&err)?;
+                let mut event = tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO events (task_ord, seq, event) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(&err)?;
+                let mut trim = tx
+                    .prepare_cached("DELETE FROM events WHERE task_ord = ?1 AND seq < ?2")
+                    .map_err(&err)?;
+                for w in &batch {
+                    let lease = w.lease.as_ref();
+                    let ord: Option<i64> = record
+                        .query_row(
+                            params![
+                                w.task.id,
+                                w.task.state,
+                                w.ended_at_ms,
+                                lease.map(|l| l.serial.as_str()),
+                                lease.map(|l| l.lease_id.as_str()),
+                                w.task.encode_to_vec(),
+                            ],
+                            |r| r.get(0),
+                        )
+                        .optional()
+                        .map_err(&err)?;
+                    // Forgotten by retention meanwhile: nothing to add to.
+                    let Some(ord) = ord else { continue };
+                    for ev in w.events.iter().filter(|e| e.seq >= w.task.first_seq) {
+                        event
+                            .execute(params![ord, int(ev.seq), ev.bytes])
+                            .map_err(&err)?;
+                    }
+                    if w.task.first_seq > 1 {
+                        trim.execute(params![ord, int(w.task.first_seq)])
+                            .map_err(&err)?;
+                    }
+                }
+            }
+            tx.commit().map_err(&err)
+        })
+        .await
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<(u64, Task)>, StoreError> {
+        let name = self.describe();
+        let id = id.to_owned();
+        self.run(move |c| {
+            let row: Option<(i64, Vec<u8>)> = c
+                .prepare_cached("SELECT ord, record FROM tasks WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .map_err(failed(&name))?;
+            row.map(|(ord, rec)| Ok((uint(ord), decode_task(&name, &rec)?)))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn events(&self, id: &str, from: u64, max: usize) -> Result<Vec<TaskEvent>, StoreError> {
+        let name = self.describe();
+        let id = id.to_owned();
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        self.run(move |c| {
+            let err = failed(&name);
+            let mut s = c
+                .prepare_cached(
+                    "SELECT event FROM events
+                     WHERE task_ord = (SELECT ord FROM tasks WHERE id = ?1) AND seq >= ?2
+                     ORDER BY seq LIMIT ?3",
+                )
+                .map_err(&err)?;
+            let rows = s
+                .query_map(params![id, int(from), max], |r| r.get::<_, Vec<u8>>(0))
+                .map_err(&err)?;
+            let mut out = Vec::new();
+            for bytes in rows {
+                out.push(decode_event(&name, &id, &bytes.map_err(&err)?)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn page(
+        &self,
+        states: &[i32],
+        before: u64,
+        size: usize,
+    ) -> Result<Vec<(u64, Task)>, StoreError> {
+        let name = self.describe();
+        // States are enum numbers checked by the caller; listing them inline keeps one query.
+        let filter = if states.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = states.iter().map(i32::to_string).collect();
+            format!("AND state IN ({})", list.join(","))
+        };
+        let size = i64::try_from(size).unwrap_or(i64::MAX);
+        self.run(move |c| {
+            let err = failed(&name);
+            let mut s = c
+                .prepare(&format!(
+                    "SELECT ord, record FROM tasks WHERE ord < ?1 {filter}
+                     ORDER BY ord DESC LIMIT ?2"
+                ))
+                .map_err(&err)?;
+            let rows = s
+                .query_map(params![int(before), size], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })
+                .map_err(&err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (ord, rec) = row.map_err(&err)?;
+                out.push((uint(ord), decode_task(&name, &rec)?));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn prune(&self, keep: Retention, now_ms: i64) -> Result<u64, StoreError> {
+        let name = self.describe();
+        let cutoff = now_ms.saturating_sub(i64::try_from(keep.keep_for_ms).unwrap_or(i64::MAX));
+        let keep = i64::try_from(keep.keep).unwrap_or(i64::MAX);
+        self.run(move |c| {
+            let err = failed(&name);
+            let tx = c.transaction().map_err(&err)?;
+            let doomed: Vec<i64> = {
+                let mut s = tx
+                    .prepare_cached(
+                        "SELECT ord FROM tasks WHERE ended_at_ms IS NOT NULL AND (
+                            ended_at_ms < ?1 OR ord NOT IN (
+                                SELECT ord FROM tasks WHERE ended_at_ms IS NOT NULL
+                                ORDER BY ended_at_ms DESC, ord DESC LIMIT ?2))
+                         LIMIT ?3",
+                    )
+                    .map_err(&err)?;
+                s.query_map(params![cutoff, keep, PRUNE_BATCH], |r| r.get(0))
+                    .map_err(&err)?
+                    .collect::<Result<_, _>>()
+                    .map_err(&err)?
+            };
+            for ord in &doomed {
+                tx.execute("DELETE FROM events WHERE task_ord = ?1", [ord])
+                    .map_err(&err)?;
+                tx.execute("DELETE FROM tasks WHERE ord = ?1", [ord])
+                    .map_err(&err)?;
+            }
+            tx.commit().map_err(&err)?;
+            Ok(doomed.len() as u64)
+        })
+        .await
+    }
+
+    async fn orphans(&self, _owner: &str) -> Result<Vec<Orphan>, StoreError> {
+        let name = self.describe();
+        self.run(move |c| {
+            let err = failed(&name);
+            let mut s = c
+                .prepare(
+                    "SELECT record, lease_serial, lease_id FROM tasks WHERE ended_at_ms IS NULL
+                     ORDER BY ord",
+                )
+                .map_err(&err)?;
+            let rows = s
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, Vec<u8>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                })
+                .map_err(&err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (rec, serial, lease_id) = row.map_err(&err)?;
+                out.push(Orphan {
+                    task: decode_task(&name, &rec)?,
+                    lease: serial
+                        .zip(lease_id)
+                        .map(|(serial, lease_id)| LeaseRef { serial, lease_id }),
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn count(&self) -> Result<u64, StoreError> {
+        let name = self.describe();
+        self.run(move |c| {
+            c.query_row("SELECT count(*) FROM tasks", [], |r| r.get::<_, i64>(0))
+                .map(uint)
+                .map_err(failed(&name))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+#[path = "sqlite_tests.rs"]
+mod tests;
