@@ -44,7 +44,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def config(port, cassette):
+def config(port, cassette, data_dir):
     return f"""
 [listen]
 host = "127.0.0.1"
@@ -63,6 +63,8 @@ adb_server = ""
 [gateway]
 # Generated requests may queue for a busy phone: not for long.
 device_wait_ms = 2000
+# The task store (SQLite by default) in the check's own directory.
+data_dir = "{data_dir}"
 
 [llm.providers.demo]
 wire = "replay"
@@ -80,7 +82,7 @@ class Mesh:
     def __init__(self, binary, workdir):
         port = free_port()
         cfg = workdir / "droidmesh.toml"
-        cfg.write_text(config(port, REPO / "crates/cli/demo/wifi-on.json"))
+        cfg.write_text(config(port, REPO / "crates/cli/demo/wifi-on.json", workdir))
         self.log = open(workdir / "up.log", "w+")
         env = {k: v for k, v in os.environ.items() if not k.startswith("DROIDMESH_")}
         env.update({"RUST_LOG": "warn", "NO_COLOR": "1"})

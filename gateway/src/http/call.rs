@@ -88,7 +88,7 @@ fn span(headers: &HeaderMap, method: &str) -> tracing::Span {
 pub async fn read_body(
     face: &Face,
     headers: &HeaderMap,
-    body: Incoming,
+    body: &mut Incoming,
     required: bool,
 ) -> Result<Bytes, ApiError> {
     let max = face.cfg.max_body_bytes;
@@ -136,9 +136,22 @@ pub async fn read_body(
             format!("expected Content-Type: application/json, found {found}"),
         ));
     }
-    let limited = http_body_util::Limited::new(body, max);
     let limit = Duration::from_millis(face.cfg.read_timeout_ms);
-    let bytes = match tokio::time::timeout(limit, limited.collect()).await {
+    let mut bytes = Vec::new();
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|e| ApiError::invalid(format!("the body could not be read: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                if bytes.len() + data.len() > max {
+                    return Err(too_large(format!("more than {max}")));
+                }
+                bytes.extend_from_slice(&data);
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(limit, read).await {
         Err(_) => {
             return Err(ApiError::http(
                 StatusCode::REQUEST_TIMEOUT,
@@ -146,22 +159,41 @@ pub async fn read_body(
                 format!("the body did not arrive within {limit:?}"),
             ));
         }
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(too_large(format!("more than {max}")));
-        }
-        Ok(Err(e)) => {
-            return Err(ApiError::invalid(format!(
-                "the body could not be read: {e}"
-            )));
-        }
-        Ok(Ok(collected)) => collected.to_bytes(),
-    };
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(())) => {}
+    }
+    let bytes = Bytes::from(bytes);
     if bytes.is_empty() && required {
         return Err(ApiError::invalid(
             "the body is empty; expected a JSON object (see /openapi.json)",
         ));
     }
     Ok(bytes)
+}
+
+/// At most this much of a refused body is read and dropped, for at most this long and while
+/// it keeps coming, so the client that sent it reads the answer rather than a reset (nginx's
+/// lingering close); then the connection closes.
+const LINGER_BYTES: usize = 16 * 1024 * 1024;
+const LINGER_TIME: Duration = Duration::from_secs(5);
+const LINGER_IDLE: Duration = Duration::from_secs(1);
+
+/// Reads and drops what is left of `body`, within [`LINGER_BYTES`] and [`LINGER_TIME`],
+/// stopping when nothing came for [`LINGER_IDLE`].
+pub fn linger(mut body: Incoming) {
+    tokio::spawn(async move {
+        let mut left = LINGER_BYTES;
+        let _ = tokio::time::timeout(LINGER_TIME, async {
+            while let Ok(Some(Ok(frame))) = tokio::time::timeout(LINGER_IDLE, body.frame()).await {
+                let n = frame.data_ref().map_or(0, Bytes::len);
+                if n >= left {
+                    return;
+                }
+                left -= n;
+            }
+        })
+        .await;
+    });
 }
 
 #[cfg(test)]

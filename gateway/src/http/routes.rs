@@ -14,7 +14,7 @@ use droidmesh_proto::v1::{
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use hyper::body::Incoming;
 
-use super::call::{read_body, unary};
+use super::call::{linger, read_body, unary};
 use super::error::ApiError;
 use super::json::{self as pj, Proto};
 use super::{Body, Face, full, sse};
@@ -25,10 +25,18 @@ const CREDENTIAL_PARAMS: [&str; 4] = ["api_key", "key", "access_token", "token"]
 
 /// Answers one request; every refusal is a JSON error.
 pub async fn handle(face: &Arc<Face>, req: http::Request<Incoming>) -> http::Response<Body> {
-    match route(face, req).await {
+    let (parts, mut body) = req.into_parts();
+    let resp = match route(face, &parts, &mut body).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
+    };
+    // Answered before the body was read (refused, or not a route that reads one): the client
+    // may still be sending it, and would see a reset instead of the answer. One too slow to
+    // send it in time is not waited for.
+    if !http_body::Body::is_end_stream(&body) && resp.status() != StatusCode::REQUEST_TIMEOUT {
+        linger(body);
     }
+    resp
 }
 
 /// A route and what the path names.
@@ -108,23 +116,24 @@ fn query(uri: &http::Uri) -> Result<Vec<(String, String)>, ApiError> {
 
 async fn route(
     face: &Arc<Face>,
-    req: http::Request<Incoming>,
+    parts: &http::request::Parts,
+    body: &mut Incoming,
 ) -> Result<http::Response<Body>, ApiError> {
-    let pairs = query(req.uri())?;
-    let path = req.uri().path().to_owned();
+    let pairs = query(&parts.uri)?;
+    let path = parts.uri.path().to_owned();
     let route = parse_route(&path)?;
-    let method = req.method().clone();
+    let method = parts.method.clone();
+    let headers = &parts.headers;
     let wrong = || ApiError::method_not_allowed(&method, &path, route.allow());
     match (&route, &method) {
         (Route::OpenApi, &Method::GET) => {
             no_query(&pairs)?;
             Ok(json_response(StatusCode::OK, face.openapi.clone()))
         }
-        (Route::Tasks, &Method::POST) => create(face, req, &pairs).await,
+        (Route::Tasks, &Method::POST) => create(face, headers, body, &pairs).await,
         (Route::Tasks, &Method::GET) => {
             let r: ListTasksRequest = pj::from_query(&pairs, &[], &[])?;
-            let (headers, _) = parts(req);
-            let resp = unary(face, &headers, "ListTasks", r, |g, r| async move {
+            let resp = unary(face, headers, "ListTasks", r, |g, r| async move {
                 g.list_tasks(r).await
             })
             .await?;
@@ -135,8 +144,7 @@ async fn route(
             let r = GetTaskRequest {
                 task_id: id.clone(),
             };
-            let (headers, _) = parts(req);
-            let resp = unary(face, &headers, "GetTask", r, |g, r| async move {
+            let resp = unary(face, headers, "GetTask", r, |g, r| async move {
                 g.get_task(r).await
             })
             .await?;
@@ -144,15 +152,14 @@ async fn route(
         }
         (Route::Cancel(id), &Method::POST) => {
             no_query(&pairs)?;
-            let (headers, body) = parts(req);
-            let bytes = read_body(face, &headers, body, false).await?;
+            let bytes = read_body(face, headers, body, false).await?;
             let mut r: CancelTaskRequest = if bytes.is_empty() {
                 CancelTaskRequest::default()
             } else {
                 pj::from_json(&bytes)?
             };
             r.task_id = path_id(&r.task_id, id)?;
-            let resp = unary(face, &headers, "CancelTask", r, |g, r| async move {
+            let resp = unary(face, headers, "CancelTask", r, |g, r| async move {
                 g.cancel_task(r).await
             })
             .await?;
@@ -160,23 +167,21 @@ async fn route(
         }
         (Route::Messages(id), &Method::POST) => {
             no_query(&pairs)?;
-            let (headers, body) = parts(req);
-            let bytes = read_body(face, &headers, body, true).await?;
+            let bytes = read_body(face, headers, body, true).await?;
             let mut r: SendMessageRequest = pj::from_json(&bytes)?;
             r.task_id = path_id(&r.task_id, id)?;
-            let resp = unary(face, &headers, "SendMessage", r, |g, r| async move {
+            let resp = unary(face, headers, "SendMessage", r, |g, r| async move {
                 g.send_message(r).await
             })
             .await?;
             reply(StatusCode::OK, &resp)
         }
-        (Route::Events(id), &Method::GET) => events(face, req, id, &pairs).await,
+        (Route::Events(id), &Method::GET) => events(face, headers, id, &pairs).await,
         (Route::Devices, &Method::GET) => {
             no_query(&pairs)?;
-            let (headers, _) = parts(req);
             let resp = unary(
                 face,
-                &headers,
+                headers,
                 "ListDevices",
                 ListDevicesRequest {},
                 |g, r| async move { g.list_devices(r).await },
@@ -186,11 +191,6 @@ async fn route(
         }
         _ => Err(wrong()),
     }
-}
-
-fn parts(req: http::Request<Incoming>) -> (HeaderMap, Incoming) {
-    let (p, body) = req.into_parts();
-    (p.headers, body)
 }
 
 fn no_query(pairs: &[(String, String)]) -> Result<(), ApiError> {
@@ -215,7 +215,8 @@ fn path_id(body: &str, path: &str) -> Result<String, ApiError> {
 /// `POST /v1/tasks`: SubmitTask (201 with the id), or with `wait=true` RunTask as SSE.
 async fn create(
     face: &Arc<Face>,
-    req: http::Request<Incoming>,
+    headers: &HeaderMap,
+    body: &mut Incoming,
     pairs: &[(String, String)],
 ) -> Result<http::Response<Body>, ApiError> {
     let mut wait = false;
@@ -227,17 +228,16 @@ async fn create(
         }
         wait = pj::parse_bool(k, v)?;
     }
-    let (headers, body) = parts(req);
-    let bytes = read_body(face, &headers, body, true).await?;
+    let bytes = read_body(face, headers, body, true).await?;
     let r: TaskRequest = pj::from_json(&bytes)?;
     if wait {
-        let events = unary(face, &headers, "RunTask", r, |g, r| async move {
+        let events = unary(face, headers, "RunTask", r, |g, r| async move {
             g.run_task(r).await
         })
         .await?;
         return Ok(sse::response(events, keep_alive(face), face.stop.clone()));
     }
-    let resp = unary(face, &headers, "SubmitTask", r, |g, r| async move {
+    let resp = unary(face, headers, "SubmitTask", r, |g, r| async move {
         g.submit_task(r).await
     })
     .await?;
@@ -253,13 +253,12 @@ async fn create(
 /// client) or `fromSeq`. A task that has ended with every event delivered answers 204.
 async fn events(
     face: &Arc<Face>,
-    req: http::Request<Incoming>,
+    headers: &HeaderMap,
     id: &str,
     pairs: &[(String, String)],
 ) -> Result<http::Response<Body>, ApiError> {
     let mut r: WatchTaskRequest = pj::from_query(pairs, &[], &["task_id"])?;
     r.task_id = id.to_owned();
-    let (headers, _) = parts(req);
     if let Some(last) = headers.get("last-event-id") {
         let last: u64 = last
             .to_str()
@@ -271,13 +270,13 @@ async fn events(
         r.from_seq = last.saturating_add(1);
     }
     let from = r.from_seq.max(1);
-    let events = unary(face, &headers, "WatchTask", r, |g, r| async move {
+    let events = unary(face, headers, "WatchTask", r, |g, r| async move {
         g.watch_task(r).await
     })
     .await?;
     let task = unary(
         face,
-        &headers,
+        headers,
         "GetTask",
         GetTaskRequest {
             task_id: id.to_owned(),

@@ -25,7 +25,11 @@ async fn face(
         scripter: nowhere.clone(),
         text_manipulator: nowhere,
     };
-    let gateway = crate::gateway(GatewayConfig::default(), &peers).unwrap();
+    let memory = GatewayConfig {
+        store: "memory".into(),
+        ..GatewayConfig::default()
+    };
+    let gateway = crate::gateway(memory, &peers).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, mut rx) = watch::channel(false);
@@ -111,4 +115,33 @@ async fn connections_beyond_the_cap_are_closed_and_shutdown_ends_the_server() {
         .unwrap()
         .unwrap();
     assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+}
+
+#[tokio::test]
+async fn a_client_that_sends_a_refused_body_whole_still_reads_the_answer() {
+    let (addr, _stop, _task) = face(HttpConfig::default()).await;
+    for (path, status) in [
+        // Over the cap by its Content-Length: refused before a byte of it is read.
+        ("/v1/tasks", "413"),
+        // No such route: nothing reads the body.
+        ("/v1/nowhere", "404"),
+    ] {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\ncontent-length: 8388608\r\n\r\n"
+        );
+        s.write_all(request.as_bytes()).await.unwrap();
+        // The whole body, as a client that does not wait for an early answer sends it.
+        let body = vec![b' '; 8 * 1024 * 1024];
+        tokio::time::timeout(Duration::from_secs(10), s.write_all(&body))
+            .await
+            .expect("the body was not taken within 10 s")
+            .expect("the server reset the connection instead of draining the body");
+        let mut reply = vec![0u8; 12];
+        s.read_exact(&mut reply).await.unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            format!("HTTP/1.1 {status}")
+        );
+    }
 }
