@@ -735,10 +735,14 @@ async fn store_throughput(clients: usize, per_client: usize) {
             }
         };
         run(1).await; // warm up
+        let gateway = mesh.pids.iter().find(|(s, _)| s == "gateway").unwrap().1;
+        let cpu_before = cpu_ms(gateway);
         let t = Instant::now();
         run(per_client).await;
-        let rate = (clients * per_client) as f64 / t.elapsed().as_secs_f64();
-        println!("  {store:<7} {rate:>7.1} tasks/s");
+        let tasks = (clients * per_client) as f64;
+        let rate = tasks / t.elapsed().as_secs_f64();
+        let cpu = (cpu_ms(gateway) - cpu_before) as f64 * 1000.0 / tasks;
+        println!("  {store:<7} {rate:>7.1} tasks/s, gateway CPU {cpu:>5.0} µs/task");
         rates.entry(store).or_default().push(rate);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
