@@ -4,6 +4,9 @@
 //! watcher is shown an event only once it is written, so every event a client has seen
 //! survives a crash. Ended tasks are read back from here, a restart included.
 pub mod persister;
+pub mod pg_pool;
+pub mod pg_testkit;
+pub mod postgres;
 pub mod sqlite;
 
 #[cfg(test)]

@@ -5,6 +5,9 @@
 //! the store fails, tasks run on: their events wait in memory (each log within its bounds,
 //! the oldest dropped first) and watchers see nothing new until a write succeeds; the writer
 //! tries again with backoff and logs the failure.
+//!
+//! With a store several gateway processes share, each renews its heartbeat there and, again
+//! and again, ends the tasks of replicas that stopped renewing theirs ([`spawn_replica`]).
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -219,6 +222,67 @@ fn orphan_ended(
         lease: None,
         ended_at_ms: Some(now),
     }
+}
+
+/// With a store several gateway processes share: renews this process's heartbeat every fifth
+/// of the replica timeout and, once it has renewed it without a failure for a whole timeout
+/// (so that a replica that lost the store as long as this one did has had time to renew its
+/// own), ends the tasks of replicas that stopped renewing theirs and gives their leases back.
+/// Nothing for an embedded store. It stops once the store is dropped.
+pub fn spawn_replica(
+    store: &Arc<Store>,
+    owner: String,
+    device: DeviceServiceClient<TracedChannel>,
+) {
+    let Some(timeout) = store.backend().and_then(|(b, _)| b.replica_timeout()) else {
+        return;
+    };
+    let every = (timeout / 5).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let store = Arc::downgrade(store);
+    tokio::spawn(async move {
+        // The store was opened, and this process's heartbeat first written, just now.
+        let mut renewing_since = Some(Instant::now());
+        let mut failures = 0u32;
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(store) = store.upgrade() else { return };
+            let Some((backend, _)) = store.backend() else {
+                return;
+            };
+            match backend.heartbeat(&owner).await {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(
+                            failures,
+                            "the task store has this gateway's heartbeat again"
+                        );
+                    }
+                    failures = 0;
+                    renewing_since.get_or_insert_with(Instant::now);
+                }
+                Err(e) => {
+                    failures += 1;
+                    renewing_since = None;
+                    if failures == 1 || failures.is_multiple_of(20) {
+                        tracing::error!(error = %e, failures, "cannot renew this gateway's heartbeat in the task store; past the replica timeout the other replicas take it for stopped");
+                    }
+                    continue;
+                }
+            }
+            if renewing_since.is_some_and(|t| t.elapsed() >= timeout) {
+                match recover(&store, &owner, device.clone()).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::warn!(
+                        tasks = n,
+                        "tasks of gateway replicas that stopped are marked FAILED"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot look for the tasks of gateway replicas that stopped")
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// Gives the leases back, trying for a while if the device service is not up yet.
