@@ -303,3 +303,65 @@ async fn events_wait_in_memory_while_the_database_is_down() {
         .collect();
     assert_eq!(stored, ["step 1", "step 2", "step 3", "step 4", "step 5"]);
 }
+
+/// A watcher on a replica that does not run the task follows it through a database restart:
+/// its polls fail for a while, then it gets the events stored since, to the end.
+#[tokio::test]
+async fn a_watcher_on_another_replica_rides_out_a_database_restart() {
+    let Some(mut pg) = Pg::start("a_watcher_on_another_replica_rides_out_a_database_restart")
+    else {
+        return;
+    };
+    let runner = pg.store("runner", MINUTE).await;
+    let watcher: Arc<dyn TaskStore> = Arc::new(pg.store("watcher", MINUTE).await);
+    let mut t = task("t1", TaskState::Running);
+    runner.create(&t, "runner").await.unwrap();
+    t.first_seq = 1;
+    t.last_seq = 2;
+    runner
+        .write(
+            "runner",
+            vec![write(t.clone(), (1..=2).map(event).collect(), None)],
+        )
+        .await
+        .unwrap();
+    let (_, stored) = watcher.task("t1").await.unwrap().unwrap();
+    let mut stream = crate::watch::watch_stored(watcher, stored, 1).unwrap();
+    let next = async |s: &mut crate::watch::EventStream| {
+        use tokio_stream::StreamExt as _;
+        tokio::time::timeout(Duration::from_secs(30), s.next())
+            .await
+            .expect("no event within 30 s")
+            .expect("the stream ended")
+            .expect("the stream failed")
+    };
+    assert_eq!(next(&mut stream).await.seq, 1);
+    assert_eq!(next(&mut stream).await.seq, 2);
+    pg.0.stop().unwrap();
+    // Polls fail meanwhile (several, at 200 ms each).
+    let quiet = tokio::time::timeout(Duration::from_secs(1), next(&mut stream))
+        .await
+        .is_err();
+    assert!(quiet);
+    pg.0.start_again().unwrap();
+    t.last_seq = 3;
+    let done = StoredEvent {
+        seq: 3,
+        bytes: droidmesh_proto::v1::TaskEvent {
+            seq: 3,
+            kind: Some(task_event::Kind::Completed(
+                droidmesh_proto::v1::TaskCompleted::default(),
+            )),
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    };
+    t.state = TaskState::Succeeded as i32;
+    runner
+        .write("runner", vec![write(t, vec![done], Some(10))])
+        .await
+        .unwrap();
+    let last = next(&mut stream).await;
+    assert_eq!(last.seq, 3);
+    assert!(matches!(last.kind, Some(task_event::Kind::Completed(_))));
+}
