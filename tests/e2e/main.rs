@@ -19,6 +19,7 @@ use tonic::transport::Channel;
 mod faults;
 mod metrics;
 mod otlp_metrics;
+mod pg_replicas;
 mod reasoning;
 mod recovery;
 mod scale;
