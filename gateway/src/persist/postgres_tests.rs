@@ -365,3 +365,40 @@ async fn a_watcher_on_another_replica_rides_out_a_database_restart() {
     assert_eq!(last.seq, 3);
     assert!(matches!(last.kind, Some(task_event::Kind::Completed(_))));
 }
+
+/// Claims do not wait for, nor take, tasks another replica is claiming at that moment: those
+/// rows are locked by its transaction, and skipped.
+#[tokio::test]
+async fn a_claim_skips_the_tasks_another_replica_is_claiming() {
+    let Some(pg) = Pg::start("a_claim_skips_the_tasks_another_replica_is_claiming") else {
+        return;
+    };
+    let store = pg.store("c1", MINUTE).await;
+    store.heartbeat("c2").await.unwrap();
+    for id in ["t1", "t2"] {
+        store
+            .create(&task(id, TaskState::Running), "dead")
+            .await
+            .unwrap();
+    }
+    // Replica c2, in the middle of its claim, holds t1.
+    let (mut other, conn) = tokio_postgres::connect(&pg.0.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let tx = other.transaction().await.unwrap();
+    tx.execute("SELECT ord FROM tasks WHERE id = 't1' FOR UPDATE", &[])
+        .await
+        .unwrap();
+    let claimed = tokio::time::timeout(Duration::from_secs(5), store.orphans("c1"))
+        .await
+        .expect("a claim waited for another replica's")
+        .unwrap();
+    let ids: Vec<&str> = claimed.iter().map(|o| o.task.id.as_str()).collect();
+    assert_eq!(ids, ["t2"]);
+    tx.execute("UPDATE tasks SET owner = 'c2' WHERE id = 't1'", &[])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(store.orphans("c1").await.unwrap().is_empty());
+}
