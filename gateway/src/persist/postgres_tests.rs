@@ -402,3 +402,40 @@ async fn a_claim_skips_the_tasks_another_replica_is_claiming() {
     tx.commit().await.unwrap();
     assert!(store.orphans("c1").await.unwrap().is_empty());
 }
+
+/// A replica that was taken for stopped (here: its heartbeat made stale) and whose task another
+/// replica ended learns it from its next write, and stops the task's run.
+#[tokio::test]
+async fn a_replica_whose_task_was_taken_over_stops_its_run() {
+    let Some(pg) = Pg::start("a_replica_whose_task_was_taken_over_stops_its_run") else {
+        return;
+    };
+    let backend = Arc::new(pg.store("me", MINUTE).await);
+    let store = Arc::new(crate::store::Store::durable(
+        crate::store::Retention {
+            keep: 10,
+            keep_for_ms: u64::MAX,
+        },
+        crate::store::Limits {
+            max_events: 100,
+            max_event_bytes: 1 << 20,
+            max_queued: 4,
+        },
+        backend.clone(),
+        "me".into(),
+    ));
+    crate::persist::persister::spawn(&store);
+    let (entry, _control) = store.create(task("t1", TaskState::Running)).await.unwrap();
+    pg.sql("UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE owner = 'me'")
+        .await;
+    let other = pg.store("other", MINUTE).await;
+    assert_eq!(other.orphans("other").await.unwrap().len(), 1);
+    entry.push(task_event::Kind::Status(TaskStatus {
+        state: TaskState::Running as i32,
+        detail: "still going".into(),
+    }));
+    let reason = tokio::time::timeout(Duration::from_secs(10), entry.cancelled())
+        .await
+        .expect("the run was not stopped");
+    assert!(reason.contains("another gateway replica"), "{reason}");
+}
