@@ -282,6 +282,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_postgres_store_is_named_by_its_url_and_never_shown_with_its_password() {
+        for url in [
+            "postgres://gw:s3cret@db:5432/tasks",
+            "postgresql://gw:s3cret@db:5432/tasks",
+        ] {
+            let cfg = GatewayConfig {
+                store: format!(" {url} "),
+                ..GatewayConfig::default()
+            };
+            let at = cfg.store_at().unwrap();
+            assert_eq!(at, StoreAt::Postgres(PostgresUrl(url.into())));
+            let shown = format!("{at:?}");
+            assert!(
+                shown.contains("gw@db:5432/tasks") && !shown.contains("s3cret"),
+                "{shown}"
+            );
+        }
+        let bad = GatewayConfig {
+            store: "mysql://gw:s3cret@db/tasks".into(),
+            ..GatewayConfig::default()
+        };
+        let e = bad.store_at().unwrap_err();
+        assert!(
+            e.contains("postgres://USER:PASSWORD@HOST:PORT/DATABASE"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
     fn a_step_limit_above_what_agents_accept_is_refused() {
         assert_eq!(GatewayConfig::default().validate(), Ok(()));
         let cfg = GatewayConfig {
