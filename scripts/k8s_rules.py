@@ -221,10 +221,40 @@ def check_service(report, where, svc, d, c, facts, services, config_maps):
 
     if svc == "device":
         check_adb_sidecar(report, where, pod, section(config, env, "device"))
+    if svc == "gateway":
+        check_gateway_store(report, where, d, c, pod, section(config, env, "gateway"))
 
     otlp = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
     report.check(bool(otlp), where, "OTEL_EXPORTER_OTLP_ENDPOINT is not set")
     return otlp
+
+
+def check_gateway_store(report, where, d, c, pod, gateway):
+    """One process owns an embedded task store (SQLite, or memory): one replica, replaced by
+    Recreate, its data directory on a persistent volume. Several replicas, or a rolling update,
+    need the shared PostgreSQL store, whose URL (it holds a password) comes from a Secret."""
+    from_secret = any(e["name"] == "DROIDMESH_GATEWAY__STORE" and "secretKeyRef" in e.get("valueFrom", {}) for e in c.get("env", []))
+    store = str(gateway.get("store", "sqlite")).strip()
+    if from_secret or store.startswith(("postgres://", "postgresql://")):
+        report.check(from_secret, where, "gateway.store is a PostgreSQL URL in plain config: take DROIDMESH_GATEWAY__STORE from a Secret (the URL holds a password)")
+        return
+    replicas = d["spec"].get("replicas", 1)
+    strategy = d["spec"].get("strategy", {}).get("type", "RollingUpdate")
+    report.check(
+        replicas == 1 and strategy == "Recreate",
+        where,
+        f"gateway.store = {store!r} belongs to one process: expected 1 replica replaced by Recreate, found {replicas} with {strategy} (several replicas need a postgres:// store)",
+    )
+    if store == "memory":
+        return
+    directory = str(gateway.get("data_dir", "")).rstrip("/") if store == "sqlite" else store[len("sqlite:"):].rpartition("/")[0]
+    mount = next((m for m in c.get("volumeMounts", []) if directory and m["mountPath"].rstrip("/") == directory), None)
+    vol = next((v for v in pod.get("volumes", []) if mount and v["name"] == mount["name"]), {})
+    report.check(
+        "persistentVolumeClaim" in vol,
+        where,
+        f"the SQLite task store's directory {directory or '(gateway.data_dir unset)'} is not on a persistentVolumeClaim: tasks would not survive a restart",
+    )
 
 
 def check_adb_sidecar(report, where, pod, device):

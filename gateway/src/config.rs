@@ -75,8 +75,13 @@ pub struct GatewayConfig {
     /// its capacity (a task keeps its device meanwhile); then it fails RESOURCE_EXHAUSTED.
     pub agent_wait_ms: u64,
     /// Where tasks are kept: `sqlite` (the file `gateway.sqlite` in `data_dir`),
-    /// `sqlite:PATH`, or `memory` (lost when the gateway stops).
+    /// `sqlite:PATH`, `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (shared by every gateway
+    /// replica pointed at it), or `memory` (lost when the gateway stops).
     pub store: String,
+    /// With a PostgreSQL store: a replica that has not renewed its heartbeat there for this
+    /// long is taken for stopped, and another ends the tasks it ran and gives their leases
+    /// back. Heartbeats are renewed every fifth of it.
+    pub replica_timeout_ms: u64,
     /// The directory of the embedded store; unset: `$XDG_DATA_HOME/droidmesh`, else
     /// `~/.local/share/droidmesh`.
     pub data_dir: Option<std::path::PathBuf>,
@@ -87,6 +92,17 @@ pub struct GatewayConfig {
 pub enum StoreAt {
     Memory,
     Sqlite(std::path::PathBuf),
+    Postgres(PostgresUrl),
+}
+
+/// A PostgreSQL connection URL; shown (`Debug`) without its password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PostgresUrl(pub String);
+
+impl std::fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::persist::pg_pool::redact_url(&self.0))
+    }
 }
 
 impl Default for GatewayConfig {
@@ -119,6 +135,7 @@ impl Default for GatewayConfig {
             hosts_file: None,
             agent_wait_ms: 60_000,
             store: "sqlite".into(),
+            replica_timeout_ms: 15_000,
             data_dir: None,
         }
     }
@@ -140,8 +157,12 @@ impl GatewayConfig {
             }
             return Ok(StoreAt::Sqlite(path.trim().into()));
         }
+        if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+            return Ok(StoreAt::Postgres(PostgresUrl(store.to_owned())));
+        }
         Err(format!(
-            "gateway.store must be 'sqlite', 'sqlite:PATH' or 'memory', got '{}'",
+            "gateway.store must be 'sqlite', 'sqlite:PATH', \
+             'postgres://USER:PASSWORD@HOST:PORT/DATABASE' or 'memory', got '{}'",
             crate::store::cut(store.split('@').next_back().unwrap_or_default(), 80)
         ))
     }
@@ -226,6 +247,12 @@ impl GatewayConfig {
                 self.probe_every_ms
             ));
         }
+        if self.replica_timeout_ms < 1_000 {
+            return Err(format!(
+                "gateway.replica_timeout_ms must be at least 1000, got {}",
+                self.replica_timeout_ms
+            ));
+        }
         if self.human_wait_ms == 0 {
             return Err("gateway.human_wait_ms must be at least 1".into());
         }
@@ -253,6 +280,36 @@ pub struct Peers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_postgres_store_is_named_by_its_url_and_never_shown_with_its_password() {
+        for url in [
+            "postgres://gw:s3cret@db:5432/tasks",
+            "postgresql://gw:s3cret@db:5432/tasks",
+        ] {
+            let cfg = GatewayConfig {
+                store: format!(" {url} "),
+                ..GatewayConfig::default()
+            };
+            let at = cfg.store_at().unwrap();
+            assert_eq!(at, StoreAt::Postgres(PostgresUrl(url.into())));
+            let shown = format!("{at:?}");
+            assert!(
+                shown.contains("gw@db:5432/tasks") && !shown.contains("s3cret"),
+                "{shown}"
+            );
+        }
+        let bad = GatewayConfig {
+            store: "mysql://gw:s3cret@db/tasks".into(),
+            ..GatewayConfig::default()
+        };
+        let e = bad.store_at().unwrap_err();
+        assert!(
+            e.contains("postgres://USER:PASSWORD@HOST:PORT/DATABASE"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret"), "{e}");
+    }
 
     #[test]
     fn a_step_limit_above_what_agents_accept_is_refused() {

@@ -92,6 +92,11 @@ impl Store {
         self.durable.as_ref().map(|d| (&d.backend, &d.dirty))
     }
 
+    /// This process, as the task store knows it (when there is one).
+    pub fn owner(&self) -> Option<&str> {
+        self.durable.as_ref().map(|d| d.owner.as_str())
+    }
+
     pub fn retention(&self) -> Retention {
         self.retention
     }

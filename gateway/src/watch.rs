@@ -21,6 +21,9 @@ const WATCH_BUFFER: usize = 64;
 const STORE_READ: usize = 256;
 /// How often a watcher of a task run by another process asks the store for new events.
 const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+/// How long such a watcher keeps asking a store that fails (a database restarting) before
+/// its stream ends with the error.
+const STORE_OUTAGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Refuses a `from` past one after the last event.
 fn check_from(id: &str, from: u64, last_seq: u64) -> Result<(), GatewayError> {
@@ -50,15 +53,28 @@ pub fn watch_stored(
     let (tx, rx) = mpsc::channel::<Result<TaskEvent, Status>>(WATCH_BUFFER);
     tokio::spawn(async move {
         let mut next = from;
+        let mut failing_since = None;
         loop {
             let events = match backend.events(&task.id, next, STORE_READ).await {
-                Ok(events) => events,
+                Ok(events) => {
+                    failing_since = None;
+                    events
+                }
+                Err(e @ crate::persist::StoreError::Failed { .. })
+                    if failing_since
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        < STORE_OUTAGE =>
+                {
+                    tracing::debug!(task = %task.id, error = %e, "a watcher waits for the task store");
+                    Vec::new()
+                }
                 Err(e) => {
                     let _ = tx.send(Err(GatewayError::from(e).into_status())).await;
                     return;
                 }
             };
-            if events.is_empty() && ended {
+            if events.is_empty() && ended && failing_since.is_none() {
                 return; // the log was cut by retention meanwhile
             }
             let read = events.len();

@@ -20,6 +20,7 @@ mod faults;
 mod http;
 mod metrics;
 mod otlp_metrics;
+mod pg_replicas;
 mod reasoning;
 mod recovery;
 mod scale;

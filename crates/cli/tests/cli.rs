@@ -451,3 +451,39 @@ fn a_damaged_task_store_stops_the_gateway_naming_the_file() {
         "{err}"
     );
 }
+
+#[test]
+fn an_unreachable_postgres_store_stops_the_gateway_naming_it_without_the_password() {
+    // Nothing listens on this port once the listener is dropped.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = std::time::Instant::now();
+    let out = droidmesh()
+        .args(["serve", "gateway"])
+        .env(
+            "DROIDMESH_GATEWAY__STORE",
+            format!("postgres://droidmesh:hunter2@127.0.0.1:{port}/tasks"),
+        )
+        .env("DROIDMESH_LISTEN__GATEWAY", "0")
+        .env("DROIDMESH_LISTEN__ADMIN", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "task store postgres://droidmesh@127.0.0.1:{port}/tasks: cannot connect"
+        )),
+        "{err}"
+    );
+    let all = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!all.contains("hunter2"), "{all}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}

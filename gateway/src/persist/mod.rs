@@ -4,7 +4,13 @@
 //! watcher is shown an event only once it is written, so every event a client has seen
 //! survives a crash. Ended tasks are read back from here, a restart included.
 pub mod persister;
+pub mod pg_pool;
+pub mod pg_testkit;
+pub mod postgres;
 pub mod sqlite;
+
+#[cfg(test)]
+mod conformance;
 
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
 
@@ -38,6 +44,9 @@ pub struct TaskWrite {
 pub struct Orphan {
     pub task: Task,
     pub lease: Option<LeaseRef>,
+    /// The replica that ran it, when several share the store (an embedded store's orphans
+    /// are those of the gateway it restarted after).
+    pub lost_replica: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,8 +76,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// larger for newer tasks, never reused.
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError>;
 
-    /// Writes every record and its new events in one transaction.
-    async fn write(&self, batch: Vec<TaskWrite>) -> Result<(), StoreError>;
+    /// Writes every record and its new events in one transaction, for the process `owner`.
+    /// Returns the ids of tasks it did not write because another process has taken them
+    /// over (declared their owner stopped); a task forgotten meanwhile is skipped silently.
+    async fn write(&self, owner: &str, batch: Vec<TaskWrite>) -> Result<Vec<String>, StoreError>;
 
     /// The task's record and its creation order.
     async fn task(&self, id: &str) -> Result<Option<(u64, Task)>, StoreError>;
@@ -90,8 +101,21 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn prune(&self, keep: Retention, now_ms: i64) -> Result<u64, StoreError>;
 
     /// Tasks not ended whose owner is not running any more (for an embedded store: every one,
-    /// since one process owns it).
+    /// since one process owns it). With a shared store each is claimed for `owner` in the
+    /// same transaction, so that exactly one live process ends it.
     async fn orphans(&self, owner: &str) -> Result<Vec<Orphan>, StoreError>;
+
+    /// With a store several gateway processes share: how long a process may go without a
+    /// [`TaskStore::heartbeat`] before the others take it for stopped. `None` for an embedded
+    /// store, whose one process finds its orphans once, at start.
+    fn replica_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Tells the processes sharing the store that `owner` still runs.
+    async fn heartbeat(&self, _owner: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// Tasks kept.
     async fn count(&self) -> Result<u64, StoreError>;

@@ -5,6 +5,9 @@
 //! the store fails, tasks run on: their events wait in memory (each log within its bounds,
 //! the oldest dropped first) and watchers see nothing new until a write succeeds; the writer
 //! tries again with backoff and logs the failure.
+//!
+//! With a store several gateway processes share, each renews its heartbeat there and, again
+//! and again, ends the tasks of replicas that stopped renewing theirs ([`spawn_replica`]).
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,7 +67,7 @@ pub fn spawn(store: &Arc<Store>) {
 
 /// Writes every marked task; on failure marks them again.
 async fn flush(store: &Store) -> Result<(), StoreError> {
-    let Some((backend, dirty)) = store.backend() else {
+    let (Some((backend, dirty)), Some(owner)) = (store.backend(), store.owner()) else {
         return Ok(());
     };
     let marked: Vec<u64> = dirty.take().into_iter().collect();
@@ -72,13 +75,25 @@ async fn flush(store: &Store) -> Result<(), StoreError> {
         let entries: Vec<_> = chunk.iter().filter_map(|ord| store.live(*ord)).collect();
         let (batch, covers): (Vec<TaskWrite>, Vec<_>) =
             entries.iter().map(|e| e.unwritten()).unzip();
-        if let Err(e) = backend.write(batch).await {
-            for ord in &marked[i * MAX_BATCH..] {
-                dirty.mark(*ord);
+        let lost = match backend.write(owner, batch).await {
+            Ok(lost) => lost,
+            Err(e) => {
+                for ord in &marked[i * MAX_BATCH..] {
+                    dirty.mark(*ord);
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
+        };
         for (entry, covered) in entries.iter().zip(covers) {
+            if lost.contains(&entry.id) && !is_final(entry.state()) {
+                // Another replica took this one for stopped and ended the task in the store;
+                // its run here stops too (the lease was given back).
+                tracing::warn!(task = %entry.id, "another gateway replica ended this task after this one went without reaching the task store; its run here stops");
+                entry.cancel(
+                    "another gateway replica took this one for stopped (it could not reach the task store for too long) and ended the task"
+                        .into(),
+                );
+            }
             if entry.written(covered) {
                 store.forget(entry);
             }
@@ -109,6 +124,7 @@ pub async fn recover(
     let Some((backend, _)) = store.backend() else {
         return Ok(0);
     };
+    let timeout = backend.replica_timeout();
     let orphans = backend.orphans(owner).await?;
     if orphans.is_empty() {
         return Ok(0);
@@ -116,13 +132,18 @@ pub async fn recover(
     let n = orphans.len();
     let mut leases = Vec::new();
     let mut batch = Vec::new();
-    for Orphan { task, lease } in orphans {
-        tracing::warn!(task = %task.id, state = ?TaskState::try_from(task.state).unwrap_or_default(), "the gateway that ran this task stopped: it is marked FAILED");
+    for Orphan {
+        task,
+        lease,
+        lost_replica,
+    } in orphans
+    {
+        tracing::warn!(task = %task.id, state = ?TaskState::try_from(task.state).unwrap_or_default(), replica = lost_replica.as_deref().unwrap_or("this one, before it restarted"), "the gateway that ran this task stopped: it is marked FAILED");
         leases.extend(lease);
-        batch.push(orphan_ended(task));
+        batch.push(orphan_ended(task, lost_replica.as_deref(), timeout));
     }
     for chunk in batch.chunks(MAX_BATCH) {
-        backend.write(chunk.to_vec()).await?;
+        backend.write(owner, chunk.to_vec()).await?;
     }
     if !leases.is_empty() {
         tokio::spawn(release_all(device, leases));
@@ -130,16 +151,29 @@ pub async fn recover(
     Ok(n)
 }
 
-/// The record and events of a task whose gateway stopped while it ran.
-fn orphan_ended(mut task: Task) -> TaskWrite {
+/// The record and events of a task whose gateway stopped while it ran: this one before it
+/// restarted, or `lost_replica` of those sharing the store, which went `timeout` without a
+/// heartbeat.
+fn orphan_ended(
+    mut task: Task,
+    lost_replica: Option<&str>,
+    timeout: Option<Duration>,
+) -> TaskWrite {
     let was = TaskState::try_from(task.state).unwrap_or_default();
-    let reason = format!(
-        "gateway restarted: the task was {} when the gateway running it stopped, and its run was lost",
-        was.as_str_name()
-            .trim_start_matches("TASK_STATE_")
-            .to_ascii_lowercase()
-            .replace('_', " ")
-    );
+    let was_name = was
+        .as_str_name()
+        .trim_start_matches("TASK_STATE_")
+        .to_ascii_lowercase()
+        .replace('_', " ");
+    let reason = match lost_replica {
+        None => format!(
+            "gateway restarted: the task was {was_name} when the gateway running it stopped, and its run was lost"
+        ),
+        Some(replica) => format!(
+            "gateway replica {replica} stopped: the task was {was_name} when that replica stopped renewing its heartbeat in the task store (for more than {:?}), and its run was lost",
+            timeout.unwrap_or_default()
+        ),
+    };
     let now = now_ms();
     let mut events = Vec::new();
     if !is_final(was) {
@@ -188,6 +222,67 @@ fn orphan_ended(mut task: Task) -> TaskWrite {
         lease: None,
         ended_at_ms: Some(now),
     }
+}
+
+/// With a store several gateway processes share: renews this process's heartbeat every fifth
+/// of the replica timeout and, once it has renewed it without a failure for a whole timeout
+/// (so that a replica that lost the store as long as this one did has had time to renew its
+/// own), ends the tasks of replicas that stopped renewing theirs and gives their leases back.
+/// Nothing for an embedded store. It stops once the store is dropped.
+pub fn spawn_replica(
+    store: &Arc<Store>,
+    owner: String,
+    device: DeviceServiceClient<TracedChannel>,
+) {
+    let Some(timeout) = store.backend().and_then(|(b, _)| b.replica_timeout()) else {
+        return;
+    };
+    let every = (timeout / 5).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let store = Arc::downgrade(store);
+    tokio::spawn(async move {
+        // The store was opened, and this process's heartbeat first written, just now.
+        let mut renewing_since = Some(Instant::now());
+        let mut failures = 0u32;
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(store) = store.upgrade() else { return };
+            let Some((backend, _)) = store.backend() else {
+                return;
+            };
+            match backend.heartbeat(&owner).await {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(
+                            failures,
+                            "the task store has this gateway's heartbeat again"
+                        );
+                    }
+                    failures = 0;
+                    renewing_since.get_or_insert_with(Instant::now);
+                }
+                Err(e) => {
+                    failures += 1;
+                    renewing_since = None;
+                    if failures == 1 || failures.is_multiple_of(20) {
+                        tracing::error!(error = %e, failures, "cannot renew this gateway's heartbeat in the task store; past the replica timeout the other replicas take it for stopped");
+                    }
+                    continue;
+                }
+            }
+            if renewing_since.is_some_and(|t| t.elapsed() >= timeout) {
+                match recover(&store, &owner, device.clone()).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::warn!(
+                        tasks = n,
+                        "tasks of gateway replicas that stopped are marked FAILED"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot look for the tasks of gateway replicas that stopped")
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// Gives the leases back, trying for a while if the device service is not up yet.

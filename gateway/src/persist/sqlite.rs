@@ -182,7 +182,7 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn write(&self, batch: Vec<TaskWrite>) -> Result<(), StoreError> {
+    async fn write(&self, _owner: &str, batch: Vec<TaskWrite>) -> Result<Vec<String>, StoreError> {
         let name = self.describe();
         self.run(move |c| {
             let err = failed(&name);
@@ -231,7 +231,8 @@ impl TaskStore for SqliteStore {
                     }
                 }
             }
-            tx.commit().map_err(&err)
+            tx.commit().map_err(&err)?;
+            Ok(Vec::new())
         })
         .await
     }
@@ -377,6 +378,7 @@ impl TaskStore for SqliteStore {
                     lease: serial
                         .zip(lease_id)
                         .map(|(serial, lease_id)| LeaseRef { serial, lease_id }),
+                    lost_replica: None,
                 });
             }
             Ok(out)

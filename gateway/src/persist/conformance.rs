@@ -1,0 +1,201 @@
+//! What every task store does, whatever its backend: the bodies of tests that
+//! `sqlite_tests.rs` and `postgres_tests.rs` run against their own store.
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState, TaskStatus, task_event};
+use prost::Message as _;
+
+use super::{Retention, SCHEMA_VERSION, StoreError, StoredEvent, TaskStore, TaskWrite};
+
+/// A backend under test: opens its store (again, on the same data) and can pretend that a
+/// newer droidmesh wrote it.
+#[tonic::async_trait]
+pub(crate) trait Backend: Send + Sync {
+    async fn open(&self) -> Result<Box<dyn TaskStore>, StoreError>;
+    async fn set_schema_version(&self, version: u32);
+}
+
+pub(crate) fn task(id: &str, state: TaskState) -> Task {
+    Task {
+        id: id.into(),
+        state: state as i32,
+        created_at_ms: 1,
+        ..Task::default()
+    }
+}
+
+pub(crate) fn event(seq: u64) -> StoredEvent {
+    StoredEvent {
+        seq,
+        bytes: TaskEvent {
+            seq,
+            kind: Some(task_event::Kind::Status(TaskStatus {
+                state: TaskState::Running as i32,
+                detail: format!("event {seq}"),
+            })),
+            ..TaskEvent::default()
+        }
+        .encode_to_vec(),
+    }
+}
+
+pub(crate) fn write(task: Task, events: Vec<StoredEvent>, ended_at_ms: Option<i64>) -> TaskWrite {
+    TaskWrite {
+        task,
+        events,
+        lease: None,
+        ended_at_ms,
+    }
+}
+
+fn seqs(evs: Vec<TaskEvent>) -> Vec<u64> {
+    evs.into_iter().map(|e| e.seq).collect()
+}
+
+pub(crate) async fn events_are_kept_from_the_logs_first_seq_and_read_in_order(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    let mut t = task("t1", TaskState::Running);
+    assert_eq!(store.create(&t, "me").await.unwrap(), 1);
+    t.last_seq = 3;
+    t.first_seq = 1;
+    let lost = store
+        .write(
+            "me",
+            vec![write(t.clone(), (1..=3).map(event).collect(), None)],
+        )
+        .await
+        .unwrap();
+    assert!(lost.is_empty(), "{lost:?}");
+    // The log dropped its two oldest events meanwhile.
+    t.last_seq = 5;
+    t.first_seq = 3;
+    store
+        .write("me", vec![write(t, (4..=5).map(event).collect(), None)])
+        .await
+        .unwrap();
+    assert_eq!(seqs(store.events("t1", 1, 100).await.unwrap()), [3, 4, 5]);
+    assert_eq!(seqs(store.events("t1", 4, 1).await.unwrap()), [4]);
+    let evs = store.events("t1", 5, 10).await.unwrap();
+    assert_eq!(evs[0].task_id, "t1");
+    assert_eq!(
+        evs[0].kind,
+        Some(task_event::Kind::Status(TaskStatus {
+            state: TaskState::Running as i32,
+            detail: "event 5".into(),
+        }))
+    );
+    assert!(store.events("nobody", 1, 10).await.unwrap().is_empty());
+    let (ord, back) = store.task("t1").await.unwrap().unwrap();
+    assert_eq!((ord, back.last_seq, back.first_seq), (1, 5, 3));
+    assert!(store.task("nobody").await.unwrap().is_none());
+}
+
+pub(crate) async fn pages_run_newest_first_and_filter_by_state(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    for (i, state) in [TaskState::Succeeded, TaskState::Running, TaskState::Failed]
+        .into_iter()
+        .enumerate()
+    {
+        store
+            .create(&task(&format!("t{i}"), state), "me")
+            .await
+            .unwrap();
+    }
+    let ids = |rows: Vec<(u64, Task)>| rows.into_iter().map(|(_, t)| t.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.page(&[], u64::MAX, 10).await.unwrap()),
+        ["t2", "t1", "t0"]
+    );
+    assert_eq!(ids(store.page(&[], 3, 10).await.unwrap()), ["t1", "t0"]);
+    let ended = [TaskState::Succeeded as i32, TaskState::Failed as i32];
+    assert_eq!(ids(store.page(&ended, u64::MAX, 1).await.unwrap()), ["t2"]);
+    assert_eq!(
+        ids(store.page(&ended, u64::MAX, 10).await.unwrap()),
+        ["t2", "t0"]
+    );
+    assert_eq!(store.count().await.unwrap(), 3);
+}
+
+pub(crate) async fn retention_forgets_the_oldest_ended_and_never_a_running_task(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    for i in 0..4 {
+        let t = task(&format!("t{i}"), TaskState::Succeeded);
+        store.create(&t, "gone").await.unwrap();
+        let ended = (i != 1).then_some(1_000 + i64::from(i));
+        let t = Task {
+            last_seq: 1,
+            first_seq: 1,
+            ..t
+        };
+        store
+            .write("gone", vec![write(t, vec![event(1)], ended)])
+            .await
+            .unwrap();
+    }
+    // t1 has not ended; keep the newest ended one (t3).
+    let keep = Retention {
+        keep: 1,
+        keep_for_ms: u64::MAX,
+    };
+    assert_eq!(store.prune(keep, 2_000).await.unwrap(), 2);
+    assert!(store.task("t0").await.unwrap().is_none());
+    assert!(store.events("t0", 1, 10).await.unwrap().is_empty());
+    assert!(store.task("t1").await.unwrap().is_some());
+    assert!(store.task("t3").await.unwrap().is_some());
+    // By age: t3 ended at 1003; 10 ms later with 5 ms kept, it goes.
+    let young = Retention {
+        keep: 100,
+        keep_for_ms: 5,
+    };
+    assert_eq!(store.prune(young, 1_013).await.unwrap(), 1);
+    assert_eq!(store.count().await.unwrap(), 1);
+    let orphans = store.orphans("alive").await.unwrap();
+    assert_eq!(orphans.len(), 1);
+    assert_eq!(orphans[0].task.id, "t1");
+}
+
+pub(crate) async fn a_task_left_unfinished_is_an_orphan_with_its_lease(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    store
+        .create(&task("t1", TaskState::Running), "gone")
+        .await
+        .unwrap();
+    store
+        .create(&task("t2", TaskState::Succeeded), "gone")
+        .await
+        .unwrap();
+    let mut w = write(task("t1", TaskState::Running), vec![], None);
+    w.lease = Some(LeaseRef {
+        serial: "emulator-5554".into(),
+        lease_id: "l1".into(),
+    });
+    let ended = write(task("t2", TaskState::Succeeded), vec![], Some(5));
+    store.write("gone", vec![w, ended]).await.unwrap();
+    drop(store);
+    let store = b.open().await.unwrap();
+    let orphans = store.orphans("alive").await.unwrap();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0].task.id, "t1");
+    let lease = orphans[0].lease.as_ref().unwrap();
+    assert_eq!(
+        (lease.serial.as_str(), lease.lease_id.as_str()),
+        ("emulator-5554", "l1")
+    );
+}
+
+pub(crate) async fn a_store_of_a_newer_schema_is_refused(b: &dyn Backend) {
+    drop(b.open().await.unwrap());
+    b.set_schema_version(SCHEMA_VERSION + 1).await;
+    let e = match b.open().await {
+        Ok(_) => panic!(
+            "a store of schema version {} was opened",
+            SCHEMA_VERSION + 1
+        ),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains(&format!(
+            "written by a newer droidmesh (schema version {}",
+            SCHEMA_VERSION + 1
+        )),
+        "{e}"
+    );
+}

@@ -1,0 +1,463 @@
+//! The shared task store: PostgreSQL, one database for several gateway replicas. Each replica
+//! is a row in `replicas` whose `seen_at` it renews (the database's clock, so replicas' clocks
+//! do not matter); a task not ended whose owner has not renewed for the replica timeout is an
+//! orphan, and the replica that claims it (one `UPDATE ... SET owner`, rows locked with `SKIP
+//! LOCKED`, so exactly one does) ends it. A record is written only by its owner, so a replica
+//! declared stopped cannot overwrite what another wrote since. The schema version is the row of
+//! `droidmesh_schema`; migrations run in one transaction under an advisory lock, so replicas
+//! starting together migrate once; a database written by a newer droidmesh is refused.
+use std::collections::HashMap;
+use std::time::Duration;
+
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
+use prost::Message as _;
+
+use super::pg_pool::{Conn, Pool, pg_error, redact_url};
+use super::{
+    Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
+};
+
+/// Schema changes, in order: entry `n` brings a database from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 0 → 1
+    "CREATE TABLE tasks (
+        ord BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        state INTEGER NOT NULL,
+        owner TEXT NOT NULL,
+        created_at_ms BIGINT NOT NULL,
+        ended_at_ms BIGINT,
+        lease_serial TEXT,
+        lease_id TEXT,
+        record BYTEA NOT NULL
+    );
+    CREATE INDEX tasks_by_end ON tasks (ended_at_ms) WHERE ended_at_ms IS NOT NULL;
+    CREATE INDEX tasks_unfinished ON tasks (owner) WHERE ended_at_ms IS NULL;
+    CREATE TABLE events (
+        task_ord BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        event BYTEA NOT NULL,
+        PRIMARY KEY (task_ord, seq)
+    );
+    CREATE TABLE replicas (
+        owner TEXT PRIMARY KEY,
+        seen_at TIMESTAMPTZ NOT NULL
+    );",
+];
+const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
+
+/// Key of the advisory lock that lets one replica at a time migrate.
+const MIGRATION_LOCK: i64 = 0x6472_6f69_646d_7368;
+/// Longest one operation takes, waiting for a connection included.
+const DEADLINE: Duration = Duration::from_secs(15);
+/// Most ended tasks forgotten, and most orphans claimed, in one transaction.
+const BATCH: i64 = 1_000;
+
+const CREATE: &str = "INSERT INTO tasks (id, state, owner, created_at_ms, record)
+    VALUES ($1, $2, $3, $4, $5) RETURNING ord";
+const UPDATE: &str = "UPDATE tasks t SET state = u.state, ended_at_ms = u.ended_at_ms,
+        lease_serial = u.lease_serial, lease_id = u.lease_id, record = u.record
+    FROM UNNEST($1::text[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::bytea[])
+        AS u(id, state, ended_at_ms, lease_serial, lease_id, record)
+    WHERE t.id = u.id AND t.owner = $7
+    RETURNING t.id, t.ord";
+const INSERT_EVENTS: &str = "INSERT INTO events (task_ord, seq, event)
+    SELECT * FROM UNNEST($1::int8[], $2::int8[], $3::bytea[])
+    ON CONFLICT (task_ord, seq) DO UPDATE SET event = EXCLUDED.event";
+const TRIM: &str = "DELETE FROM events e USING UNNEST($1::int8[], $2::int8[]) AS d(ord, first_seq)
+    WHERE e.task_ord = d.ord AND e.seq < d.first_seq";
+const TAKEN: &str = "SELECT id FROM tasks WHERE id = ANY($1::text[]) AND owner <> $2";
+const TASK: &str = "SELECT ord, record FROM tasks WHERE id = $1";
+const EVENTS: &str = "SELECT event FROM events
+    WHERE task_ord = (SELECT ord FROM tasks WHERE id = $1) AND seq >= $2
+    ORDER BY seq LIMIT $3";
+const PAGE: &str = "SELECT ord, record FROM tasks
+    WHERE ord < $1 AND (cardinality($2::int4[]) = 0 OR state = ANY($2::int4[]))
+    ORDER BY ord DESC LIMIT $3";
+const PRUNE: &str = "WITH doomed AS (
+        SELECT ord FROM tasks WHERE ended_at_ms IS NOT NULL AND (
+            ended_at_ms < $1 OR ord NOT IN (
+                SELECT ord FROM tasks WHERE ended_at_ms IS NOT NULL
+                ORDER BY ended_at_ms DESC, ord DESC LIMIT $2))
+        LIMIT $3
+    ), gone AS (DELETE FROM events WHERE task_ord IN (SELECT ord FROM doomed))
+    DELETE FROM tasks WHERE ord IN (SELECT ord FROM doomed)";
+const ORPHANS: &str = "WITH doomed AS (
+        SELECT t.ord, t.owner FROM tasks t LEFT JOIN replicas r ON r.owner = t.owner
+        WHERE t.ended_at_ms IS NULL AND t.owner <> $1
+          AND (r.owner IS NULL OR r.seen_at < now() - $2::float8 * interval '1 second')
+        ORDER BY t.ord LIMIT $3
+        FOR UPDATE OF t SKIP LOCKED
+    )
+    UPDATE tasks t SET owner = $1 FROM doomed d WHERE t.ord = d.ord AND t.owner = d.owner
+    RETURNING t.record, t.lease_serial, t.lease_id, d.owner";
+const HEARTBEAT: &str = "INSERT INTO replicas (owner, seen_at) VALUES ($1, now())
+    ON CONFLICT (owner) DO UPDATE SET seen_at = now()";
+/// Rows of replicas gone for long (a missing row reads as a stopped replica, like a stale one).
+const FORGET_REPLICAS: &str =
+    "DELETE FROM replicas WHERE seen_at < now() - $1::float8 * interval '1 second'";
+const COUNT: &str = "SELECT count(*) FROM tasks";
+
+/// Runs `$body` with `$c`, a pooled connection, within [`DEADLINE`]: a `Result<T, StoreError>`.
+/// A connection found closed (the database restarted) is replaced and `$body` run once more on
+/// the new one; a connection whose operation failed or was cut off is not used again. (A macro
+/// rather than a function taking an async closure, whose future could not be proved `Send`.)
+macro_rules! with_conn {
+    ($store:expr, $c:ident => $body:block) => {{
+        let store: &PostgresStore = $store;
+        let work = async {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let mut lent = store.pool.get().await.map_err(|e| store.failed(e))?;
+                let Some(mut conn) = lent.take() else {
+                    return Err(store.failed("the pool lent no connection"));
+                };
+                let result: Result<_, tokio_postgres::Error> = async {
+                    let $c: &mut Conn = &mut conn;
+                    $body
+                }
+                .await;
+                match result {
+                    Ok(v) => {
+                        lent.put_back(conn);
+                        return Ok(v);
+                    }
+                    Err(e) if e.is_closed() && tries < 2 => continue,
+                    Err(e) => return Err(store.failed(pg_error(&e))),
+                }
+            }
+        };
+        tokio::time::timeout(DEADLINE, work)
+            .await
+            .unwrap_or_else(|_| Err(store.failed(format!("no answer within {DEADLINE:?}"))))
+    }};
+}
+
+pub struct PostgresStore {
+    /// The URL without its password.
+    shown: String,
+    pool: Pool,
+    replica_timeout: Duration,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url`, brings its schema up to date and records `owner` as
+    /// a live replica. Refuses a database it cannot reach or that a newer droidmesh wrote.
+    pub async fn open(
+        url: &str,
+        owner: &str,
+        replica_timeout: Duration,
+    ) -> Result<Self, StoreError> {
+        let shown = redact_url(url);
+        let unusable = |why: String| StoreError::Unusable(format!("task store {shown}: {why}"));
+        let config: tokio_postgres::Config = url.trim().parse().map_err(|e| {
+            unusable(format!(
+                "it is not a PostgreSQL URL ({e}); write postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+            ))
+        })?;
+        let store = Self {
+            shown: shown.clone(),
+            pool: Pool::new(config),
+            replica_timeout,
+        };
+        let mut client = store.pool.connect().await.map_err(|e| {
+            unusable(format!(
+                "{e}; check that PostgreSQL runs there and lets this user in, or point \
+                 gateway.store elsewhere"
+            ))
+        })?;
+        let migrate = async {
+            let tx = client.transaction().await?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS droidmesh_schema (version INTEGER NOT NULL)",
+            )
+            .await?;
+            let version: Option<i32> = tx
+                .query_one("SELECT max(version) FROM droidmesh_schema", &[])
+                .await?
+                .get(0);
+            let version = u32::try_from(version.unwrap_or(0)).unwrap_or(0);
+            if version > SCHEMA_VERSION {
+                return Ok(Err(format!(
+                    "it was written by a newer droidmesh (schema version {version}; this build \
+                     knows up to {SCHEMA_VERSION}); run that version, or point gateway.store \
+                     elsewhere"
+                )));
+            }
+            for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+                if let Err(e) = tx.batch_execute(sql).await {
+                    return Ok(Err(format!(
+                        "migration {from} → {} failed: {}",
+                        from + 1,
+                        pg_error(&e)
+                    )));
+                }
+            }
+            if version < SCHEMA_VERSION {
+                let v = i32::try_from(SCHEMA_VERSION).unwrap_or(i32::MAX);
+                tx.execute("DELETE FROM droidmesh_schema", &[]).await?;
+                tx.execute("INSERT INTO droidmesh_schema (version) VALUES ($1)", &[&v])
+                    .await?;
+            }
+            tx.execute(HEARTBEAT, &[&owner]).await?;
+            tx.commit().await.map(Ok)
+        };
+        match tokio::time::timeout(DEADLINE, migrate).await {
+            Err(_) => Err(unusable(format!(
+                "it did not answer within {DEADLINE:?} while its schema was checked"
+            ))),
+            Ok(Err(e)) => Err(unusable(format!(
+                "cannot check or migrate its schema: {}",
+                pg_error(&e)
+            ))),
+            Ok(Ok(Err(why))) => Err(unusable(why)),
+            Ok(Ok(Ok(()))) => Ok(store),
+        }
+    }
+
+    /// [`PostgresStore::open`] for synchronous callers (the gateway's service is built
+    /// synchronously): on a thread of its own with a runtime of its own. The store's
+    /// connections are made later, by the runtime that uses them.
+    pub fn open_blocking(
+        url: &str,
+        owner: &str,
+        replica_timeout: Duration,
+    ) -> Result<Self, StoreError> {
+        let shown = redact_url(url);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| {
+                        StoreError::Unusable(format!(
+                            "task store {shown}: cannot start a runtime to open it: {e}"
+                        ))
+                    })?
+                    .block_on(Self::open(url, owner, replica_timeout))
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unusable(format!(
+                    "task store {shown}: the thread that opened it failed"
+                )))
+            })
+        })
+    }
+
+    fn failed(&self, message: impl ToString) -> StoreError {
+        StoreError::Failed {
+            store: self.shown.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    async fn rows_of_tasks(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<(u64, Task)>, StoreError> {
+        let rows = with_conn!(self, c => {
+            let s = c.statement(sql).await?;
+            c.client.query(&s, params).await
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (ord, record): (i64, Vec<u8>) = (row.get(0), row.get(1));
+            out.push((uint(ord), decode_task(&self.shown, &record)?));
+        }
+        Ok(out)
+    }
+}
+
+/// PostgreSQL integers are signed; seqs and orders fit (they count from 1).
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn uint(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+#[tonic::async_trait]
+impl TaskStore for PostgresStore {
+    fn describe(&self) -> String {
+        self.shown.clone()
+    }
+
+    fn replica_timeout(&self) -> Option<Duration> {
+        Some(self.replica_timeout)
+    }
+
+    async fn heartbeat(&self, owner: &str) -> Result<(), StoreError> {
+        let forget_after = (self.replica_timeout * 4).max(Duration::from_secs(60));
+        with_conn!(self, c => {
+            let (beat, forget) = (
+                c.statement(HEARTBEAT).await?,
+                c.statement(FORGET_REPLICAS).await?,
+            );
+            c.client.execute(&beat, &[&owner]).await?;
+            c.client
+                .execute(&forget, &[&forget_after.as_secs_f64()])
+                .await
+        })
+        .map(|_| ())
+    }
+
+    async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
+        let record = task.encode_to_vec();
+        with_conn!(self, c => {
+            let s = c.statement(CREATE).await?;
+            let row = c
+                .client
+                .query_one(
+                    &s,
+                    &[&task.id, &task.state, &owner, &task.created_at_ms, &record],
+                )
+                .await?;
+            Ok(uint(row.get(0)))
+        })
+    }
+
+    async fn write(&self, owner: &str, batch: Vec<TaskWrite>) -> Result<Vec<String>, StoreError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = batch.iter().map(|w| w.task.id.as_str()).collect();
+        let states: Vec<i32> = batch.iter().map(|w| w.task.state).collect();
+        let ended: Vec<Option<i64>> = batch.iter().map(|w| w.ended_at_ms).collect();
+        let serials: Vec<Option<&str>> = batch
+            .iter()
+            .map(|w| w.lease.as_ref().map(|l| l.serial.as_str()))
+            .collect();
+        let lease_ids: Vec<Option<&str>> = batch
+            .iter()
+            .map(|w| w.lease.as_ref().map(|l| l.lease_id.as_str()))
+            .collect();
+        let records: Vec<Vec<u8>> = batch.iter().map(|w| w.task.encode_to_vec()).collect();
+        with_conn!(self, c => {
+            let (update, insert, trim, taken) = (
+                c.statement(UPDATE).await?,
+                c.statement(INSERT_EVENTS).await?,
+                c.statement(TRIM).await?,
+                c.statement(TAKEN).await?,
+            );
+            let tx = c.client.transaction().await?;
+            let ords: HashMap<String, i64> = tx
+                .query(
+                    &update,
+                    &[&ids, &states, &ended, &serials, &lease_ids, &records, &owner],
+                )
+                .await?
+                .into_iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let (mut ev_ords, mut ev_seqs, mut ev_bytes) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut trim_ords, mut trim_from) = (Vec::new(), Vec::new());
+            let mut missing = Vec::new();
+            for w in &batch {
+                // Not written: forgotten by retention meanwhile, or taken over by another
+                // replica (asked below).
+                let Some(&ord) = ords.get(&w.task.id) else {
+                    missing.push(w.task.id.as_str());
+                    continue;
+                };
+                for ev in w.events.iter().filter(|e| e.seq >= w.task.first_seq) {
+                    ev_ords.push(ord);
+                    ev_seqs.push(int(ev.seq));
+                    ev_bytes.push(ev.bytes.as_slice());
+                }
+                if w.task.first_seq > 1 {
+                    trim_ords.push(ord);
+                    trim_from.push(int(w.task.first_seq));
+                }
+            }
+            if !ev_ords.is_empty() {
+                tx.execute(&insert, &[&ev_ords, &ev_seqs, &ev_bytes])
+                    .await?;
+            }
+            if !trim_ords.is_empty() {
+                tx.execute(&trim, &[&trim_ords, &trim_from]).await?;
+            }
+            let lost: Vec<String> = if missing.is_empty() {
+                Vec::new()
+            } else {
+                tx.query(&taken, &[&missing, &owner])
+                    .await?
+                    .into_iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            };
+            tx.commit().await?;
+            Ok(lost)
+        })
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<(u64, Task)>, StoreError> {
+        Ok(self.rows_of_tasks(TASK, &[&id]).await?.pop())
+    }
+
+    async fn events(&self, id: &str, from: u64, max: usize) -> Result<Vec<TaskEvent>, StoreError> {
+        let (from, max) = (int(from), i64::try_from(max).unwrap_or(i64::MAX));
+        let rows = with_conn!(self, c => {
+            let s = c.statement(EVENTS).await?;
+            c.client.query(&s, &[&id, &from, &max]).await
+        })?;
+        rows.iter()
+            .map(|r| decode_event(&self.shown, id, r.get(0)))
+            .collect()
+    }
+
+    async fn page(
+        &self,
+        states: &[i32],
+        before: u64,
+        size: usize,
+    ) -> Result<Vec<(u64, Task)>, StoreError> {
+        let (before, size) = (int(before), i64::try_from(size).unwrap_or(i64::MAX));
+        self.rows_of_tasks(PAGE, &[&before, &states, &size]).await
+    }
+
+    async fn prune(&self, keep: Retention, now_ms: i64) -> Result<u64, StoreError> {
+        let cutoff = now_ms.saturating_sub(i64::try_from(keep.keep_for_ms).unwrap_or(i64::MAX));
+        let keep = i64::try_from(keep.keep).unwrap_or(i64::MAX);
+        with_conn!(self, c => {
+            let s = c.statement(PRUNE).await?;
+            c.client.execute(&s, &[&cutoff, &keep, &BATCH]).await
+        })
+    }
+
+    async fn orphans(&self, owner: &str) -> Result<Vec<Orphan>, StoreError> {
+        let timeout = self.replica_timeout.as_secs_f64();
+        let rows = with_conn!(self, c => {
+            let s = c.statement(ORPHANS).await?;
+            c.client.query(&s, &[&owner, &timeout, &BATCH]).await
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (serial, lease_id): (Option<String>, Option<String>) = (row.get(1), row.get(2));
+            out.push(Orphan {
+                task: decode_task(&self.shown, row.get(0))?,
+                lease: serial
+                    .zip(lease_id)
+                    .map(|(serial, lease_id)| LeaseRef { serial, lease_id }),
+                lost_replica: Some(row.get(3)),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn count(&self) -> Result<u64, StoreError> {
+        with_conn!(self, c => {
+            let s = c.statement(COUNT).await?;
+            Ok(uint(c.client.query_one(&s, &[]).await?.get(0)))
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "postgres_tests.rs"]
+mod tests;
