@@ -209,11 +209,20 @@ async fn streams_spread_by_load_stay_where_they_started_and_a_new_replica_gets_w
     resolver.set(NAME, &[ip(2), ip(3), ip(4)]);
     until_healthy(&channel, &[ip(2), ip(3), ip(4)]).await;
     let second = open(&channel, 15, "hold").await;
-    let on_new = tally(&second).get(&ip(4).to_string()).copied().unwrap_or(0);
+    let spread = tally(&second);
+    let on_new = spread.get(&ip(4).to_string()).copied().unwrap_or(0);
+    // Power of two choices: the idle replica is in the pair two times in three and then wins,
+    // so it takes about 10 of 15 and each busy one about 2.5. (A bound of 8 fails by chance
+    // about one run in twelve; this one well under one in a hundred.)
+    let most_other = spread
+        .iter()
+        .filter(|(r, _)| **r != ip(4).to_string())
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
     assert!(
-        on_new >= 8,
-        "15 new streams, the idle replica took {on_new}: {:?}",
-        tally(&second)
+        on_new >= 6 && on_new > most_other,
+        "15 new streams, the idle replica took {on_new}: {spread:?}"
     );
     assert_eq!(replicas[2].load.in_flight() as usize, on_new);
 
