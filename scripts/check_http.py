@@ -13,10 +13,6 @@ The mesh is stopped (SIGTERM, then SIGKILL after 15 s) on every exit.
 import argparse
 import http.client
 import json
-import os
-import re
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,9 +22,8 @@ from pathlib import Path
 from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO_GOAL = "Open Settings and turn on Wi-Fi"
-UP_DEADLINE = 60
+from mesh_up import DEMO_GOAL, Mesh
+
 SCHEMATHESIS_EXAMPLES = 150
 SCHEMATHESIS_DEADLINE = 100
 
@@ -36,96 +31,6 @@ SCHEMATHESIS_DEADLINE = 100
 def fail(message):
     print(f"check-http: FAILED: {message}", file=sys.stderr)
     sys.exit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def config(port, cassette, data_dir):
-    return f"""
-[listen]
-host = "127.0.0.1"
-gateway = 0
-device = 0
-executor = 0
-manager = 0
-scripter = 0
-text_manipulator = 0
-gateway_http = {port}
-admin = 0
-
-[device]
-adb_server = ""
-
-[gateway]
-# Generated requests may queue for a busy phone: not for long.
-device_wait_ms = 2000
-# The task store (SQLite by default) in the check's own directory.
-data_dir = "{data_dir}"
-
-[llm.providers.demo]
-wire = "replay"
-cassette = "{cassette}"
-
-[llm.profiles.default]
-provider = "demo"
-model = "recorded-demo-model"
-"""
-
-
-class Mesh:
-    """`droidmesh up`, stopped on exit."""
-
-    def __init__(self, binary, workdir):
-        port = free_port()
-        cfg = workdir / "droidmesh.toml"
-        cfg.write_text(config(port, REPO / "crates/cli/demo/wifi-on.json", workdir))
-        self.log = open(workdir / "up.log", "w+")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DROIDMESH_")}
-        env.update({"RUST_LOG": "warn", "NO_COLOR": "1"})
-        self.proc = subprocess.Popen(
-            [binary, "--config", str(cfg), "up", "--sims", "2"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-        )
-        self.base = self.wait_for_http(port)
-
-    def wait_for_http(self, port):
-        """The HTTP face's address as `up` prints it, once it answers."""
-        deadline = time.monotonic() + UP_DEADLINE
-        want = re.compile(r"^gateway-http\s+http://(\S+)", re.M)
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                fail(f"droidmesh up exited with {self.proc.returncode}:\n{self.output()}")
-            found = want.search(self.output())
-            if found:
-                if found.group(1) != f"127.0.0.1:{port}":
-                    fail(f"up prints the HTTP face at {found.group(1)}, the config asked 127.0.0.1:{port}")
-                try:
-                    status, _, _ = request(found.group(1), "GET", "/v1/devices")
-                    if status == 200:
-                        return found.group(1)
-                except OSError:
-                    pass
-            time.sleep(0.1)
-        fail(f"droidmesh up did not serve HTTP within {UP_DEADLINE} s:\n{self.output()}")
-
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 def request(base, method, path, body=None, timeout=30):
@@ -238,7 +143,7 @@ def main():
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="droidmesh-check-http-") as tmp:
         workdir = Path(tmp)
-        mesh = Mesh(args.binary, workdir)
+        mesh = Mesh(args.binary, workdir, fail)
         try:
             status, ctype, body = request(mesh.base, "GET", "/openapi.json")
             if status != 200 or ctype != "application/json":
