@@ -1,0 +1,3 @@
+module droidmesh.example/runtask
+
+go 1.19
