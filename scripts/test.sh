@@ -13,4 +13,6 @@ cargo build -p droidmesh --locked
 bash scripts/check-k8s.sh "${CARGO_TARGET_DIR:-target}/debug/droidmesh"
 # The gateway's HTTP face answers as its OpenAPI document says (droidmesh up + schemathesis).
 bash scripts/check-http.sh "${CARGO_TARGET_DIR:-target}/debug/droidmesh"
+# The client examples in examples/ (Python, Node, Go) run the demo task to its answer.
+bash scripts/check-clients.sh "${CARGO_TARGET_DIR:-target}/debug/droidmesh"
 cargo test --workspace
