@@ -15,6 +15,14 @@ GOAL = "Open Settings and turn on Wi-Fi"
 
 
 def main():
+    try:
+        return run_task()
+    except (OSError, http.client.HTTPException, ValueError) as e:  # ValueError: bad JSON
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+def run_task():
     base = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DROIDMESH_GATEWAY_HTTP", "127.0.0.1:50049")
     conn = http.client.HTTPConnection(base, timeout=300)
     conn.request("POST", "/v1/tasks", body=json.dumps({"goal": GOAL, "device": os.environ.get("DROIDMESH_DEVICE", "")}),
