@@ -4,7 +4,8 @@ Starts the mesh on loopback (scripts/mesh_up.py: simulated phones, the recorded 
 the model, no network), generates the Python stubs with grpcio-tools, builds the Go example,
 then runs each example against the gateway's gRPC or HTTP address and checks that it exited 0,
 printed its events numbered 1, 2, 3, ... without gaps, ending with `completed`, and printed the
-demo's answer; that every example saw the same kinds of events; and that server reflection
+demo's answer; that every example saw the same kinds of events; that each exits 1 when the
+task fails (the demo again on its phone, where Wi-Fi is now on); and that server reflection
 lists droidmesh.v1.Gateway and its methods. Every step has a deadline; the mesh is stopped on
 every exit. Standard library only.
 """
@@ -25,7 +26,7 @@ from mesh_up import DEMO_CASSETTE, REPO, Mesh
 ANSWER = "Wi-Fi is on: the switch in Settings reads ON"
 EXAMPLE_DEADLINE = 60
 BUILD_DEADLINE = 180
-EXAMPLES = 4  # demo tasks the check runs
+EXAMPLES = 4  # examples, phones, and the demo tasks of each phone (2) the cassette holds
 
 
 def fail(message):
@@ -99,7 +100,7 @@ def main():
         if done.returncode != 0:
             fail(f"building the Go example failed:\n{done.stdout}{done.stderr}")
 
-        mesh = Mesh(args.binary, workdir, fail, cassette=demo_cassette(workdir, EXAMPLES),
+        mesh = Mesh(args.binary, workdir, fail, cassette=demo_cassette(workdir, 2 * EXAMPLES),
                     sims=EXAMPLES)
         try:
             grpc_addr = mesh.printed("gateway")
@@ -132,6 +133,18 @@ def main():
             for name, found in seen.items():
                 if found != first:
                     fail(f"{name} saw the events {found}, the python gRPC example {first}")
+
+            # Again on the same phones, where Wi-Fi is now on: the replayed taps turn it off,
+            # the task fails, and each example must say so with exit status 1, no answer.
+            for (name, cmd), phone in zip(examples, phones):
+                env = {**os.environ, "DROIDMESH_PY_STUBS": str(stubs), "DROIDMESH_DEVICE": phone}
+                done = run(cmd, EXAMPLE_DEADLINE, env=env)
+                if done.returncode != 1 or "answer:" in done.stdout or \
+                        not done.stderr.startswith("failed: "):
+                    fail(f"{name} on a phone with Wi-Fi on exited with {done.returncode}, expected "
+                         f"1 and `failed: ...`:\n{done.stdout}{done.stderr}")
+                kinds(name, done.stdout)
+                print(f"check-clients: {name}: a failed task exits 1 ({done.stderr.strip()!r})")
 
             done = run([args.python, REPO / "examples/python/list_services.py", grpc_addr],
                        EXAMPLE_DEADLINE)
