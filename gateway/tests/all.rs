@@ -14,3 +14,4 @@ mod minds;
 mod reasoning;
 mod reasoning_control;
 mod tasks;
+mod tenants;

@@ -487,3 +487,36 @@ fn an_unreachable_postgres_store_stops_the_gateway_naming_it_without_the_passwor
         started.elapsed()
     );
 }
+
+#[test]
+fn a_gateway_beyond_loopback_without_keys_refuses_to_start() {
+    let mut child = droidmesh()
+        .args(["serve", "gateway", "--listen", "0.0.0.0:0"])
+        .env("DROIDMESH_GATEWAY__STORE", "memory")
+        .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+        .env("DROIDMESH_LISTEN__ADMIN", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the gateway started beyond loopback without keys");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(!status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("0.0.0.0, beyond loopback, with no API keys")
+            && err.contains("gateway.auth.keys_file")
+            && err.contains("gateway.auth.open = true"),
+        "{err}"
+    );
+}

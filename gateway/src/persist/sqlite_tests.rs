@@ -44,6 +44,11 @@ async fn pages_run_newest_first_and_filter_by_state() {
 }
 
 #[tokio::test]
+async fn pages_hold_only_the_tasks_of_one_tenant() {
+    conformance::pages_hold_only_the_tasks_of_one_tenant(&Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn retention_forgets_the_oldest_ended_and_never_a_running_task() {
     conformance::retention_forgets_the_oldest_ended_and_never_a_running_task(&Sqlite::new()).await;
 }
