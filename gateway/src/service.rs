@@ -17,7 +17,7 @@ use crate::check;
 use crate::config::StoreAt;
 use crate::direct::DirectDriver;
 use crate::error::{GatewayError, PeerError};
-use crate::persist::TaskStore;
+use crate::persist::persister::{durable, owner};
 use crate::reasoning::ReasoningDriver;
 use crate::runner::{self, Deps};
 use crate::store::{
@@ -65,7 +65,14 @@ impl GatewayService {
             StoreAt::Sqlite(path) => {
                 let backend =
                     crate::persist::sqlite::SqliteStore::open(&path).map_err(|e| e.to_string())?;
-                durable(&deps, retention, limits, Arc::new(backend), owner(), done)
+                durable(
+                    &deps.device,
+                    retention,
+                    limits,
+                    Arc::new(backend),
+                    owner(),
+                    done,
+                )
             }
             StoreAt::Postgres(url) => {
                 let owner = owner();
@@ -73,7 +80,14 @@ impl GatewayService {
                 let backend =
                     crate::persist::postgres::PostgresStore::open_blocking(&url.0, &owner, timeout)
                         .map_err(|e| e.to_string())?;
-                durable(&deps, retention, limits, Arc::new(backend), owner, done)
+                durable(
+                    &deps.device,
+                    retention,
+                    limits,
+                    Arc::new(backend),
+                    owner,
+                    done,
+                )
             }
         };
         Ok(Self {
@@ -220,59 +234,6 @@ impl GatewayService {
         });
         found.ok_or_else(|| GatewayError::TaskNotFound { id: id.to_owned() })
     }
-}
-
-/// This process, as a task store knows it: unique, and naming the host when it is known (a
-/// pod's name in Kubernetes), so that a task failed because its replica stopped says which.
-fn owner() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty() && h.len() <= 64)
-        .map(|h| format!("@{h}"))
-        .unwrap_or_default();
-    format!(
-        "gateway-{}-{}{host}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
-/// A store whose tasks are kept in `backend`, with its writer. An embedded store's tasks left
-/// unfinished by a stopped gateway are recovered now (RPCs wait for it, `done`); with a shared
-/// store this process renews its heartbeat and recovers the tasks of stopped replicas while it
-/// runs.
-fn durable(
-    deps: &Deps,
-    retention: Retention,
-    limits: Limits,
-    backend: Arc<dyn TaskStore>,
-    owner: String,
-    done: tokio::sync::watch::Sender<bool>,
-) -> Arc<Store> {
-    tracing::info!(store = %backend.describe(), owner = %owner, "tasks are kept in the task store");
-    let shared = backend.replica_timeout().is_some();
-    let store = Arc::new(Store::durable(retention, limits, backend, owner.clone()));
-    crate::persist::persister::spawn(&store);
-    if shared {
-        crate::persist::persister::spawn_replica(&store, owner, deps.device.clone());
-        done.send_replace(true);
-        return store;
-    }
-    let (s, device) = (store.clone(), deps.device.clone());
-    tokio::spawn(async move {
-        match crate::persist::persister::recover(&s, &owner, device).await {
-            Ok(0) => {}
-            Ok(n) => tracing::warn!(
-                tasks = n,
-                "tasks left unfinished by a stopped gateway are marked FAILED"
-            ),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot recover the tasks a stopped gateway left unfinished")
-            }
-        }
-        done.send_replace(true);
-    });
-    store
 }
 
 /// The refusal to steer a task that is in the store but not run by this process.
