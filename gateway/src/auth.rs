@@ -33,6 +33,10 @@ pub struct AuthConfig {
     /// Serve without keys even when listening beyond loopback (anyone who reaches the port
     /// may use every device).
     pub open: bool,
+    /// Tasks one tenant may have running at once in this gateway process (0: no limit).
+    pub max_running_per_tenant: u32,
+    /// Tasks one tenant may create per minute in this gateway process (0: no limit).
+    pub tasks_per_minute_per_tenant: u32,
 }
 
 /// The keys file as written.

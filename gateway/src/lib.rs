@@ -16,6 +16,7 @@ pub mod http;
 pub mod metrics;
 pub mod persist;
 pub mod queue;
+pub mod quota;
 pub mod reasoning;
 pub mod routing;
 pub mod runner;

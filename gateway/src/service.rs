@@ -38,6 +38,8 @@ pub struct GatewayService {
     ready: tokio::sync::watch::Receiver<bool>,
     /// The API keys callers must send (none: every caller is the open tenant).
     keys: Keys,
+    /// Per-tenant limits of this process.
+    quotas: crate::quota::Quotas,
 }
 
 impl GatewayService {
@@ -56,6 +58,10 @@ impl GatewayService {
             max_queued: cfg.max_queued_messages,
         };
         let keys = Keys::new(&cfg.auth)?;
+        let quotas = crate::quota::Quotas::new(
+            cfg.auth.max_running_per_tenant,
+            cfg.auth.tasks_per_minute_per_tenant,
+        );
         let (done, ready) = tokio::sync::watch::channel(false);
         let store = match cfg.store_at()? {
             StoreAt::Memory => {
@@ -95,6 +101,7 @@ impl GatewayService {
             store,
             ready,
             keys,
+            quotas,
         })
     }
 
@@ -123,6 +130,7 @@ impl GatewayService {
         lease: Option<Lease>,
         control: mpsc::Receiver<Control>,
         allowed: Option<Vec<String>>,
+        slot: crate::quota::Slot,
     ) {
         // The task runs under its own span, a child of this RPC's span: every agent call it
         // makes (and the device calls those make) joins the caller's trace.
@@ -133,6 +141,8 @@ impl GatewayService {
         let store = self.store.clone();
         let e = entry.clone();
         let ended = move || {
+            // The tenant's count of running tasks goes down when the run is over.
+            drop(slot);
             let state = entry.state();
             if state != TaskState::Succeeded {
                 let kind = state.as_str_name().trim_start_matches("TASK_STATE_");
@@ -176,6 +186,10 @@ impl GatewayService {
                 crate::store::cut(&req.device, 100)
             )));
         }
+        let slot = self
+            .quotas
+            .admit(&caller.tenant)
+            .map_err(GatewayError::OverLimit)?;
         self.ready().await;
         let id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let lease = if req.wait_for_device {
@@ -213,7 +227,7 @@ impl GatewayService {
         };
         runner::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_bytes = req.goal.len(), "task created");
-        self.spawn_run(entry.clone(), req, lease, control, caller.devices);
+        self.spawn_run(entry.clone(), req, lease, control, caller.devices, slot);
         Ok(entry)
     }
 
