@@ -520,3 +520,82 @@ fn a_gateway_beyond_loopback_without_keys_refuses_to_start() {
         "{err}"
     );
 }
+
+/// Kills the child when dropped, so a failed assertion leaves no server behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn run_sends_its_api_key_to_a_gateway_with_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.toml");
+    let out = droidmesh()
+        .args(["keys", "new", "--tenant", "acme"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    let key = text
+        .split_whitespace()
+        .find(|w| w.starts_with("dmk_"))
+        .unwrap()
+        .to_owned();
+    let entry = &text[text.find("[[key]]").unwrap()..text.find("clients send").unwrap()];
+    assert!(!entry.contains(&key), "{entry}");
+    std::fs::write(&keys, entry).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let gateway = Killed(
+        droidmesh()
+            .args(["serve", "gateway", "--listen", &listen])
+            .env("DROIDMESH_GATEWAY__STORE", "memory")
+            .env("DROIDMESH_GATEWAY__AUTH__KEYS_FILE", &keys)
+            .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+            .env("DROIDMESH_LISTEN__ADMIN", "0")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let endpoint = format!("http://{listen}");
+    let run = |key: Option<&str>| {
+        let mut c = droidmesh();
+        c.args(["run", "--gateway", &endpoint, "open settings"]);
+        c.env_remove("DROIDMESH_API_KEY");
+        if let Some(k) = key {
+            c.env("DROIDMESH_API_KEY", k);
+        }
+        let out = c.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(None);
+    assert!(err.contains("no API key"), "{err}");
+    let err = run(Some("dmk_wrong"));
+    assert!(
+        err.contains("not known") && !err.contains("dmk_wrong"),
+        "{err}"
+    );
+    // With its key the call gets past the gateway's door: no device service answers here.
+    let err = run(Some(&key));
+    assert!(!err.contains("API key") && err.contains("device"), "{err}");
+    drop(gateway);
+}
