@@ -117,3 +117,26 @@ fn a_summary_has_no_request_and_a_short_goal() {
             .is_empty()
     );
 }
+
+#[test]
+fn pages_in_memory_hold_only_the_tasks_of_one_tenant() {
+    let store = store(1_000, u64::MAX);
+    for i in 0..6 {
+        store.insert(Task {
+            id: format!("t{i}"),
+            tenant: if i % 2 == 0 { "acme" } else { "globex" }.into(),
+            state: TaskState::Running as i32,
+            ..Task::default()
+        });
+    }
+    let page = |tenant: &str, token: &str| {
+        let (rows, next) = store.page(tenant, &[], 2, token).unwrap();
+        (rows.into_iter().map(|s| s.id).collect::<Vec<_>>(), next)
+    };
+    let (first, next) = page("acme", "");
+    assert_eq!(first, ["t4", "t2"]);
+    let (second, next) = page("acme", &next);
+    assert_eq!((second, next), (vec!["t0".to_owned()], String::new()));
+    assert_eq!(page("globex", "").0, ["t5", "t3"]);
+    assert!(page("", "").0.is_empty());
+}
