@@ -599,3 +599,41 @@ fn run_sends_its_api_key_to_a_gateway_with_keys() {
     assert!(!err.contains("API key") && err.contains("device"), "{err}");
     drop(gateway);
 }
+
+#[test]
+fn a_gateway_without_keys_on_loopback_says_it_is_open() {
+    use std::io::BufRead as _;
+    let mut gateway = Killed(
+        droidmesh()
+            .args(["serve", "gateway", "--listen", "127.0.0.1:0"])
+            .env("DROIDMESH_GATEWAY__STORE", "memory")
+            .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+            .env("DROIDMESH_LISTEN__ADMIN", "0")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The line comes before the server runs; a gateway that never says it ends the read when
+    // it is killed (the reader thread sees end of file).
+    let stdout = gateway.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains("open to anyone on this machine") => break,
+            Ok(_) => {}
+            Err(_) => panic!("serve gateway never said it is open to anyone on this machine"),
+        }
+    }
+    drop(gateway);
+}
