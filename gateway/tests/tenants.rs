@@ -391,3 +391,75 @@ async fn a_rotated_keys_file_takes_effect_without_a_restart() {
     }
     assert!(renamed);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queued_task_of_a_restricted_key_waits_for_its_own_device() {
+    let Some(shared) = shared() else { return };
+    let only = shared.serials[7].as_str();
+    let (stack, _dir) = keyed_stack(shared, &[entry(ACME, "acme", &[only])]).await;
+    let mut g = stack.gateway.clone();
+    let first = g
+        .submit_task(with_key(ACME, request("slow work", only)))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    wait_running(&stack, ACME, &first).await;
+    let mut queued = request("answer: queued", "");
+    queued.wait_for_device = true;
+    let second = g
+        .submit_task(with_key(ACME, queued))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    // Every other device is free, yet it waits for its own.
+    let mut waiting = false;
+    for _ in 0..200 {
+        let t = g
+            .get_task(with_key(
+                ACME,
+                GetTaskRequest {
+                    task_id: second.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(t.device, "", "the queued task took another device");
+        if t.last_seq >= 2 {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(waiting, "the queued task never said it waits");
+    g.cancel_task(with_key(
+        ACME,
+        CancelTaskRequest {
+            task_id: first,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+    let mut device = String::new();
+    for _ in 0..400 {
+        let t = g
+            .get_task(with_key(
+                ACME,
+                GetTaskRequest {
+                    task_id: second.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        if !t.device.is_empty() {
+            device = t.device;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(device, only);
+}
