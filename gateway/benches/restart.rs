@@ -98,7 +98,7 @@ async fn main() {
         // No device service here: the recovered tasks held no lease.
         let orphans = backend.orphans("bench").await.unwrap();
         let recovered = t.elapsed();
-        let (page, _) = store.page_any(&[], 100, "").await.unwrap();
+        let (page, _) = store.page_any("", &[], 100, "").await.unwrap();
         assert_eq!(page.len(), 100);
         let oldest = store.find(&task(0).id).await.unwrap();
         assert!(oldest.is_some());

@@ -85,6 +85,8 @@ pub struct GatewayConfig {
     /// The directory of the embedded store; unset: `$XDG_DATA_HOME/droidmesh`, else
     /// `~/.local/share/droidmesh`.
     pub data_dir: Option<std::path::PathBuf>,
+    /// `[gateway.auth]`: API keys and tenants.
+    pub auth: crate::auth::AuthConfig,
 }
 
 /// Where the gateway keeps its tasks.
@@ -137,6 +139,7 @@ impl Default for GatewayConfig {
             store: "sqlite".into(),
             replica_timeout_ms: 15_000,
             data_dir: None,
+            auth: crate::auth::AuthConfig::default(),
         }
     }
 }

@@ -116,6 +116,8 @@ pub struct Written {
 
 pub struct TaskEntry {
     pub id: String,
+    /// The tenant that created it (never changes).
+    pub tenant: String,
     /// Creation order in the store (newer is larger).
     pub(crate) ord: u64,
     limits: Limits,
@@ -139,6 +141,7 @@ impl TaskEntry {
         let (control, rx) = mpsc::channel(limits.max_queued.max(1));
         let entry = Self {
             id: task.id.clone(),
+            tenant: task.tenant.clone(),
             ord,
             limits,
             data: Mutex::new(Data {

@@ -139,6 +139,12 @@ pub enum GatewayError {
     /// A peer failed while serving a pass-through call (ListDevices).
     #[error(transparent)]
     Peer(PeerError),
+    /// The caller's key may not do this (a device outside its devices); the message names it.
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The tenant is over one of its limits; the status carries `retry-after` (seconds).
+    #[error("{}", .0.message)]
+    OverLimit(crate::quota::OverLimit),
     /// A bounded queue or store is full; the message says what to wait for.
     #[error("{0}")]
     Full(String),
@@ -176,6 +182,14 @@ impl GatewayError {
             // The device service's own code (NOT_FOUND for an unknown serial, UNAVAILABLE ...).
             GatewayError::Lease(p) | GatewayError::Peer(p) => p.code,
             GatewayError::Full(_) => Code::ResourceExhausted,
+            GatewayError::PermissionDenied(_) => Code::PermissionDenied,
+            GatewayError::OverLimit(over) => {
+                let mut status = Status::resource_exhausted(message);
+                if let Ok(v) = over.retry_after_secs.to_string().parse() {
+                    status.metadata_mut().insert("retry-after", v);
+                }
+                return status;
+            }
             GatewayError::OutOfRange(_) => Code::OutOfRange,
             GatewayError::Store(crate::persist::StoreError::Corrupt { .. }) => Code::DataLoss,
             GatewayError::Store(_) => Code::Unavailable,

@@ -4,6 +4,7 @@
 //! subgoal by its kind and each handoff to the agent asked for. Final answers go to the
 //! manager's structured output. It never calls an LLM itself.
 pub mod agents;
+pub mod auth;
 pub mod check;
 pub mod config;
 pub mod conversations;
@@ -15,6 +16,7 @@ pub mod http;
 pub mod metrics;
 pub mod persist;
 pub mod queue;
+pub mod quota;
 pub mod reasoning;
 pub mod routing;
 pub mod runner;

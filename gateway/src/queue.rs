@@ -17,12 +17,16 @@ const MAX_POLL: Duration = Duration::from_secs(5);
 
 /// Waits for the task's lease. `None` when the task ended meanwhile (the ending is recorded):
 /// cancelled, the wait expired, or the device service refused for good.
-pub async fn wait_for_lease(deps: &Deps, entry: &TaskEntry, serial: &str) -> Option<Lease> {
+pub async fn wait_for_lease(
+    deps: &Deps,
+    entry: &TaskEntry,
+    serial: &str,
+    allowed: Option<&[String]>,
+) -> Option<Lease> {
     let wait = Duration::from_millis(deps.cfg.device_wait_ms);
     let deadline = Instant::now() + wait;
     let first_poll = Duration::from_millis(deps.cfg.device_poll_ms);
     let mut poll = first_poll;
-    let mut device = deps.device.clone();
     let mut told: Option<Code> = None;
     loop {
         // Listen for releases before asking, so one that happens between the refusal and the
@@ -30,14 +34,9 @@ pub async fn wait_for_lease(deps: &Deps, entry: &TaskEntry, serial: &str) -> Opt
         let released = deps.released.notified();
         tokio::pin!(released);
         released.as_mut().enable();
-        let req = AcquireLeaseRequest {
-            serial: serial.to_owned(),
-            holder: entry.id.clone(),
-            ttl_ms: deps.cfg.lease_ttl_ms,
-        };
         let refusal = tokio::select! {
-            r = device.acquire_lease(req) => match r {
-                Ok(lease) => return Some(lease.into_inner()),
+            r = acquire(deps, serial, &entry.id, allowed) => match r {
+                Ok(lease) => return Some(lease),
                 Err(s) => s,
             },
             reason = entry.cancelled() => {
@@ -46,6 +45,9 @@ pub async fn wait_for_lease(deps: &Deps, entry: &TaskEntry, serial: &str) -> Opt
             }
         };
         let why = match refusal.code() {
+            Code::ResourceExhausted if allowed.is_some() => {
+                format!("waiting for a device: {}", refusal.message())
+            }
             Code::ResourceExhausted => every_device_busy(deps).await,
             Code::FailedPrecondition | Code::Unavailable => {
                 let peer = PeerError::call("device", &deps.device_endpoint, &refusal);
@@ -83,6 +85,55 @@ pub async fn wait_for_lease(deps: &Deps, entry: &TaskEntry, serial: &str) -> Opt
             }
         }
     }
+}
+
+/// Asks the device service for a lease on `serial`, or with `serial` empty on any free device
+/// — among `allowed` when the caller is restricted to some devices: each is asked for in turn
+/// (every one leased is RESOURCE_EXHAUSTED, none attached NOT_FOUND, as the device service
+/// answers for all of its devices).
+pub async fn acquire(
+    deps: &Deps,
+    serial: &str,
+    holder: &str,
+    allowed: Option<&[String]>,
+) -> Result<Lease, tonic::Status> {
+    let mut device = deps.device.clone();
+    let ask = |serial: &str| AcquireLeaseRequest {
+        serial: serial.to_owned(),
+        holder: holder.to_owned(),
+        ttl_ms: deps.cfg.lease_ttl_ms,
+    };
+    let Some(allowed) = allowed.filter(|_| serial.is_empty()) else {
+        return device
+            .acquire_lease(ask(serial))
+            .await
+            .map(|r| r.into_inner());
+    };
+    let mut busy = 0;
+    for s in allowed {
+        match device.acquire_lease(ask(s)).await {
+            Ok(lease) => return Ok(lease.into_inner()),
+            Err(st)
+                if matches!(
+                    st.code(),
+                    Code::FailedPrecondition | Code::ResourceExhausted
+                ) =>
+            {
+                busy += 1
+            }
+            Err(st) if st.code() == Code::NotFound => {}
+            Err(st) => return Err(st),
+        }
+    }
+    if busy > 0 {
+        return Err(tonic::Status::resource_exhausted(format!(
+            "all {busy} attached devices this key may use are leased"
+        )));
+    }
+    Err(tonic::Status::not_found(format!(
+        "none of the {} devices this key may use is attached to the device service",
+        allowed.len()
+    )))
 }
 
 /// "waiting for a device: all N leased", N counted from the device service's list.

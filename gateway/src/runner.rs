@@ -54,11 +54,12 @@ pub async fn run<D: Driver>(
     req: TaskRequest,
     lease: Option<Lease>,
     mut control: mpsc::Receiver<Control>,
+    allowed: Option<Vec<String>>,
 ) {
     let started = Instant::now();
     let lease = match lease {
         Some(l) => Some(l),
-        None => crate::queue::wait_for_lease(&deps, &entry, &req.device).await,
+        None => crate::queue::wait_for_lease(&deps, &entry, &req.device, allowed.as_deref()).await,
     };
     let Some(lease) = lease else {
         return; // ended while queued; already recorded

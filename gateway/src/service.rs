@@ -5,19 +5,19 @@ use tracing::Instrument as _;
 
 use droidmesh_proto::v1::gateway_server::Gateway;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, CancelTaskRequest, GetTaskRequest, Lease, ListDevicesRequest,
-    ListDevicesResponse, ListTasksRequest, ListTasksResponse, Mode, SendMessageRequest,
-    SendMessageResponse, SubmitTaskResponse, Task, TaskRequest, TaskState, WatchTaskRequest,
-    send_message_request,
+    CancelTaskRequest, GetTaskRequest, Lease, ListDevicesRequest, ListDevicesResponse,
+    ListTasksRequest, ListTasksResponse, Mode, SendMessageRequest, SendMessageResponse,
+    SubmitTaskResponse, Task, TaskRequest, TaskState, WatchTaskRequest, send_message_request,
 };
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
 
+use crate::auth::{Caller, Keys};
 use crate::check;
 use crate::config::StoreAt;
 use crate::direct::DirectDriver;
 use crate::error::{GatewayError, PeerError};
-use crate::persist::TaskStore;
+use crate::persist::persister::{durable, owner};
 use crate::reasoning::ReasoningDriver;
 use crate::runner::{self, Deps};
 use crate::store::{
@@ -36,6 +36,10 @@ pub struct GatewayService {
     store: Arc<Store>,
     /// True once the tasks a stopped gateway left unfinished are recovered.
     ready: tokio::sync::watch::Receiver<bool>,
+    /// The API keys callers must send (none: every caller is the open tenant).
+    keys: Keys,
+    /// Per-tenant limits of this process.
+    quotas: crate::quota::Quotas,
 }
 
 impl GatewayService {
@@ -53,6 +57,11 @@ impl GatewayService {
             max_event_bytes: cfg.max_event_bytes_per_task,
             max_queued: cfg.max_queued_messages,
         };
+        let keys = Keys::new(&cfg.auth)?;
+        let quotas = crate::quota::Quotas::new(
+            cfg.auth.max_running_per_tenant,
+            cfg.auth.tasks_per_minute_per_tenant,
+        );
         let (done, ready) = tokio::sync::watch::channel(false);
         let store = match cfg.store_at()? {
             StoreAt::Memory => {
@@ -62,7 +71,14 @@ impl GatewayService {
             StoreAt::Sqlite(path) => {
                 let backend =
                     crate::persist::sqlite::SqliteStore::open(&path).map_err(|e| e.to_string())?;
-                durable(&deps, retention, limits, Arc::new(backend), owner(), done)
+                durable(
+                    &deps.device,
+                    retention,
+                    limits,
+                    Arc::new(backend),
+                    owner(),
+                    done,
+                )
             }
             StoreAt::Postgres(url) => {
                 let owner = owner();
@@ -70,10 +86,33 @@ impl GatewayService {
                 let backend =
                     crate::persist::postgres::PostgresStore::open_blocking(&url.0, &owner, timeout)
                         .map_err(|e| e.to_string())?;
-                durable(&deps, retention, limits, Arc::new(backend), owner, done)
+                durable(
+                    &deps.device,
+                    retention,
+                    limits,
+                    Arc::new(backend),
+                    owner,
+                    done,
+                )
             }
         };
-        Ok(Self { deps, store, ready })
+        Ok(Self {
+            deps,
+            store,
+            ready,
+            keys,
+            quotas,
+        })
+    }
+
+    /// Whether callers must send an API key (a keys file is configured).
+    pub fn keys_required(&self) -> bool {
+        self.keys.required()
+    }
+
+    /// The caller of a request: its key checked, or the open tenant without keys.
+    fn caller<T>(&self, r: &Request<T>) -> Result<Caller, Status> {
+        self.keys.caller(r.metadata())
     }
 
     /// Waits (bounded) until the tasks of a stopped gateway are recovered.
@@ -90,6 +129,8 @@ impl GatewayService {
         req: TaskRequest,
         lease: Option<Lease>,
         control: mpsc::Receiver<Control>,
+        allowed: Option<Vec<String>>,
+        slot: crate::quota::Slot,
     ) {
         // The task runs under its own span, a child of this RPC's span: every agent call it
         // makes (and the device calls those make) joins the caller's trace.
@@ -100,6 +141,8 @@ impl GatewayService {
         let store = self.store.clone();
         let e = entry.clone();
         let ended = move || {
+            // The tenant's count of running tasks goes down when the run is over.
+            drop(slot);
             let state = entry.state();
             if state != TaskState::Succeeded {
                 let kind = state.as_str_name().trim_start_matches("TASK_STATE_");
@@ -108,7 +151,7 @@ impl GatewayService {
             store.ended(&entry)
         };
         if req.mode == Mode::Reasoning as i32 {
-            let run = runner::run(ReasoningDriver, deps, e, req, lease, control);
+            let run = runner::run(ReasoningDriver, deps, e, req, lease, control, allowed);
             tokio::spawn(
                 async move {
                     run.await;
@@ -117,7 +160,7 @@ impl GatewayService {
                 .instrument(span),
             );
         } else {
-            let run = runner::run(DirectDriver, deps, e, req, lease, control);
+            let run = runner::run(DirectDriver, deps, e, req, lease, control, allowed);
             tokio::spawn(
                 async move {
                     run.await;
@@ -130,26 +173,32 @@ impl GatewayService {
 
     /// Creates the task: leases its device first unless it may wait for one, so a busy or
     /// unknown device is refused before anything exists.
-    async fn create(&self, req: TaskRequest) -> Result<Arc<TaskEntry>, GatewayError> {
+    async fn create(
+        &self,
+        caller: Caller,
+        req: TaskRequest,
+    ) -> Result<Arc<TaskEntry>, GatewayError> {
         check::task_request(&self.deps.cfg, &req)?;
+        if !req.device.is_empty() && !caller.may_use(&req.device) {
+            return Err(GatewayError::PermissionDenied(format!(
+                "device '{}' is not among the devices this API key may use; leave device empty \
+                 to take a free one of them",
+                crate::store::cut(&req.device, 100)
+            )));
+        }
+        let slot = self
+            .quotas
+            .admit(&caller.tenant)
+            .map_err(GatewayError::OverLimit)?;
         self.ready().await;
         let id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let lease = if req.wait_for_device {
             None
         } else {
-            let mut device = self.deps.device.clone();
-            let acquired = device
-                .acquire_lease(AcquireLeaseRequest {
-                    serial: req.device.clone(),
-                    holder: id.clone(),
-                    ttl_ms: self.deps.cfg.lease_ttl_ms,
-                })
-                .await;
-            Some(
-                acquired
-                    .map_err(|s| GatewayError::from_lease(&self.deps.device_endpoint, &s))?
-                    .into_inner(),
-            )
+            let acquired =
+                crate::queue::acquire(&self.deps, &req.device, &id, caller.devices.as_deref())
+                    .await;
+            Some(acquired.map_err(|s| GatewayError::from_lease(&self.deps.device_endpoint, &s))?)
         };
         let now = now_ms();
         let task = Task {
@@ -159,6 +208,7 @@ impl GatewayService {
             device: lease.as_ref().map(|l| l.serial.clone()).unwrap_or_default(),
             created_at_ms: now,
             updated_at_ms: now,
+            tenant: caller.tenant,
             ..Task::default()
         };
         let (entry, control) = match self.store.create(task).await {
@@ -177,75 +227,27 @@ impl GatewayService {
         };
         runner::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_bytes = req.goal.len(), "task created");
-        self.spawn_run(entry.clone(), req, lease, control);
+        self.spawn_run(entry.clone(), req, lease, control, caller.devices, slot);
         Ok(entry)
     }
 
-    /// The task with this id, in memory or in the task store.
-    async fn find(&self, id: &str) -> Result<Found, GatewayError> {
+    /// The caller's task with this id, in memory or in the task store; another tenant's task
+    /// is not found, in the same words as an unknown id.
+    async fn find(&self, caller: &Caller, id: &str) -> Result<Found, GatewayError> {
         if id.trim().is_empty() {
             return Err(GatewayError::InvalidRequest("task_id is empty".into()));
         }
         check::text("task_id", id, 200)?;
         self.ready().await;
-        self.store
-            .find(id)
-            .await?
-            .ok_or_else(|| GatewayError::TaskNotFound { id: id.to_owned() })
+        let found = self.store.find(id).await?.filter(|found| {
+            caller.tenant
+                == match found {
+                    Found::Live(entry) => entry.tenant.as_str(),
+                    Found::Stored(task) => task.tenant.as_str(),
+                }
+        });
+        found.ok_or_else(|| GatewayError::TaskNotFound { id: id.to_owned() })
     }
-}
-
-/// This process, as a task store knows it: unique, and naming the host when it is known (a
-/// pod's name in Kubernetes), so that a task failed because its replica stopped says which.
-fn owner() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty() && h.len() <= 64)
-        .map(|h| format!("@{h}"))
-        .unwrap_or_default();
-    format!(
-        "gateway-{}-{}{host}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
-/// A store whose tasks are kept in `backend`, with its writer. An embedded store's tasks left
-/// unfinished by a stopped gateway are recovered now (RPCs wait for it, `done`); with a shared
-/// store this process renews its heartbeat and recovers the tasks of stopped replicas while it
-/// runs.
-fn durable(
-    deps: &Deps,
-    retention: Retention,
-    limits: Limits,
-    backend: Arc<dyn TaskStore>,
-    owner: String,
-    done: tokio::sync::watch::Sender<bool>,
-) -> Arc<Store> {
-    tracing::info!(store = %backend.describe(), owner = %owner, "tasks are kept in the task store");
-    let shared = backend.replica_timeout().is_some();
-    let store = Arc::new(Store::durable(retention, limits, backend, owner.clone()));
-    crate::persist::persister::spawn(&store);
-    if shared {
-        crate::persist::persister::spawn_replica(&store, owner, deps.device.clone());
-        done.send_replace(true);
-        return store;
-    }
-    let (s, device) = (store.clone(), deps.device.clone());
-    tokio::spawn(async move {
-        match crate::persist::persister::recover(&s, &owner, device).await {
-            Ok(0) => {}
-            Ok(n) => tracing::warn!(
-                tasks = n,
-                "tasks left unfinished by a stopped gateway are marked FAILED"
-            ),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot recover the tasks a stopped gateway left unfinished")
-            }
-        }
-        done.send_replace(true);
-    });
-    store
 }
 
 /// The refusal to steer a task that is in the store but not run by this process.
@@ -285,7 +287,8 @@ impl Gateway for GatewayService {
     type WatchTaskStream = EventStream;
 
     async fn run_task(&self, r: Request<TaskRequest>) -> Result<Response<EventStream>, Status> {
-        let entry = self.create(r.into_inner()).await?;
+        let caller = self.caller(&r)?;
+        let entry = self.create(caller, r.into_inner()).await?;
         Ok(Response::new(watch(entry, 1, true)?))
     }
 
@@ -293,15 +296,17 @@ impl Gateway for GatewayService {
         &self,
         r: Request<TaskRequest>,
     ) -> Result<Response<SubmitTaskResponse>, Status> {
-        let entry = self.create(r.into_inner()).await?;
+        let caller = self.caller(&r)?;
+        let entry = self.create(caller, r.into_inner()).await?;
         Ok(Response::new(SubmitTaskResponse {
             task_id: entry.id.clone(),
         }))
     }
 
     async fn get_task(&self, r: Request<GetTaskRequest>) -> Result<Response<Task>, Status> {
+        let caller = self.caller(&r)?;
         Ok(Response::new(
-            match self.find(&r.into_inner().task_id).await? {
+            match self.find(&caller, &r.into_inner().task_id).await? {
                 Found::Live(entry) => entry.snapshot(),
                 Found::Stored(task) => *task,
             },
@@ -312,6 +317,7 @@ impl Gateway for GatewayService {
         &self,
         r: Request<ListTasksRequest>,
     ) -> Result<Response<ListTasksResponse>, Status> {
+        let caller = self.caller(&r)?;
         let r = r.into_inner();
         check::states(&r.states)?;
         let size = match (r.page_size, r.limit) {
@@ -320,8 +326,10 @@ impl Gateway for GatewayService {
             (size, _) => size as usize,
         };
         self.ready().await;
-        let (summaries, next_page_token) =
-            self.store.page_any(&r.states, size, &r.page_token).await?;
+        let (summaries, next_page_token) = self
+            .store
+            .page_any(&caller.tenant, &r.states, size, &r.page_token)
+            .await?;
         #[allow(deprecated)]
         Ok(Response::new(ListTasksResponse {
             tasks: Vec::new(),
@@ -331,9 +339,10 @@ impl Gateway for GatewayService {
     }
 
     async fn cancel_task(&self, r: Request<CancelTaskRequest>) -> Result<Response<Task>, Status> {
+        let caller = self.caller(&r)?;
         let r = r.into_inner();
         check::text("reason", &r.reason, self.deps.cfg.max_goal_bytes)?;
-        let entry = match self.find(&r.task_id).await? {
+        let entry = match self.find(&caller, &r.task_id).await? {
             Found::Live(entry) => entry,
             Found::Stored(task) if is_final(task.state()) => return Ok(Response::new(*task)),
             Found::Stored(task) => return Err(not_here(&task).into()),
@@ -363,22 +372,26 @@ impl Gateway for GatewayService {
         &self,
         r: Request<WatchTaskRequest>,
     ) -> Result<Response<EventStream>, Status> {
+        let caller = self.caller(&r)?;
         let r = r.into_inner();
-        Ok(Response::new(match self.find(&r.task_id).await? {
-            Found::Live(entry) => watch(entry, r.from_seq, false)?,
-            Found::Stored(task) => match self.store.backend() {
-                Some((backend, _)) => watch_stored(backend.clone(), *task, r.from_seq)?,
-                None => return Err(GatewayError::TaskNotFound { id: r.task_id }.into()),
+        Ok(Response::new(
+            match self.find(&caller, &r.task_id).await? {
+                Found::Live(entry) => watch(entry, r.from_seq, false)?,
+                Found::Stored(task) => match self.store.backend() {
+                    Some((backend, _)) => watch_stored(backend.clone(), *task, r.from_seq)?,
+                    None => return Err(GatewayError::TaskNotFound { id: r.task_id }.into()),
+                },
             },
-        }))
+        ))
     }
 
     async fn send_message(
         &self,
         r: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
+        let caller = self.caller(&r)?;
         let r = r.into_inner();
-        let found = self.find(&r.task_id).await?;
+        let found = self.find(&caller, &r.task_id).await?;
         let Some(kind) = r.kind else {
             return Err(GatewayError::InvalidRequest(
                 "message is empty: set human_reply, change_goal, stop or note".into(),
@@ -464,10 +477,17 @@ impl Gateway for GatewayService {
         &self,
         r: Request<ListDevicesRequest>,
     ) -> Result<Response<ListDevicesResponse>, Status> {
+        let caller = self.caller(&r)?;
         let mut device = self.deps.device.clone();
-        device.list_devices(r.into_inner()).await.map_err(|s| {
-            GatewayError::Peer(PeerError::call("device", &self.deps.device_endpoint, &s)).into()
-        })
+        let mut list = device.list_devices(r.into_inner()).await.map_err(|s| {
+            Status::from(GatewayError::Peer(PeerError::call(
+                "device",
+                &self.deps.device_endpoint,
+                &s,
+            )))
+        })?;
+        list.get_mut().devices.retain(|d| caller.may_use(&d.serial));
+        Ok(list)
     }
 }
 

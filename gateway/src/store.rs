@@ -223,21 +223,22 @@ impl Store {
         self.len() == 0
     }
 
-    /// A page of summaries, newest first, of tasks in `states` (all when empty), and the
-    /// token of the next page (empty after the last): from the task store when there is one,
-    /// with the newer state of tasks in memory.
+    /// A page of summaries, newest first, of `tenant`'s tasks in `states` (all when empty),
+    /// and the token of the next page (empty after the last): from the task store when there
+    /// is one, with the newer state of tasks in memory.
     pub async fn page_any(
         &self,
+        tenant: &str,
         states: &[i32],
         size: usize,
         token: &str,
     ) -> Result<(Vec<TaskSummary>, String), GatewayError> {
         let Some(d) = &self.durable else {
-            return self.page(states, size, token);
+            return self.page(tenant, states, size, token);
         };
         let before = parse_token(token)?;
         let size = size.clamp(1, MAX_PAGE);
-        let mut rows = d.backend.page(states, before, size + 1).await?;
+        let mut rows = d.backend.page(tenant, states, before, size + 1).await?;
         let next = if rows.len() > size {
             rows.truncate(size);
             rows.last()
@@ -261,6 +262,7 @@ impl Store {
     /// [`Store::page_any`] of the tasks in memory.
     pub fn page(
         &self,
+        tenant: &str,
         states: &[i32],
         size: usize,
         token: &str,
@@ -272,6 +274,9 @@ impl Store {
         let mut page = Vec::with_capacity(size.min(64));
         let mut next = String::new();
         for (ord, entry) in index.by_ord.range(..before).rev() {
+            if entry.tenant != tenant {
+                continue;
+            }
             let summary = entry.summary();
             if !states.is_empty() && !states.contains(&(summary.state)) {
                 continue;

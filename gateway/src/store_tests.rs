@@ -32,7 +32,7 @@ fn end(store: &Store, t: &TaskEntry) {
 
 fn ids(store: &Store) -> Vec<String> {
     store
-        .page(&[], MAX_PAGE, "")
+        .page("", &[], MAX_PAGE, "")
         .unwrap()
         .0
         .into_iter()
@@ -73,17 +73,17 @@ fn pages_are_newest_first_and_stable_while_tasks_are_added() {
     for i in 0..5 {
         add(&store, &format!("t{i}"));
     }
-    let (first, next) = store.page(&[], 2, "").unwrap();
+    let (first, next) = store.page("", &[], 2, "").unwrap();
     let first: Vec<_> = first.into_iter().map(|s| s.id).collect();
     assert_eq!(first, ["t4", "t3"]);
     add(&store, "t5");
-    let (second, next) = store.page(&[], 2, &next).unwrap();
+    let (second, next) = store.page("", &[], 2, &next).unwrap();
     let second: Vec<_> = second.into_iter().map(|s| s.id).collect();
     assert_eq!(second, ["t2", "t1"]);
-    let (last, next) = store.page(&[], 2, &next).unwrap();
+    let (last, next) = store.page("", &[], 2, &next).unwrap();
     assert_eq!(last.len(), 1);
     assert_eq!(next, "");
-    let e = store.page(&[], 2, "garbage").unwrap_err();
+    let e = store.page("", &[], 2, "garbage").unwrap_err();
     assert!(e.to_string().contains("page_token 'garbage'"), "{e}");
 }
 
@@ -105,15 +105,38 @@ fn a_summary_has_no_request_and_a_short_goal() {
         task.error = "e".repeat(5_000);
     });
     store.ended(&t);
-    let (page, _) = store.page(&[TaskState::Failed as i32], 10, "").unwrap();
+    let (page, _) = store.page("", &[TaskState::Failed as i32], 10, "").unwrap();
     assert_eq!(page[0].goal.chars().count(), SUMMARY_CHARS + 1);
     assert_eq!(page[0].final_reason.chars().count(), SUMMARY_CHARS + 1);
     assert!(!page[0].success);
     assert!(
         store
-            .page(&[TaskState::Running as i32], 10, "")
+            .page("", &[TaskState::Running as i32], 10, "")
             .unwrap()
             .0
             .is_empty()
     );
+}
+
+#[test]
+fn pages_in_memory_hold_only_the_tasks_of_one_tenant() {
+    let store = store(1_000, u64::MAX);
+    for i in 0..6 {
+        store.insert(Task {
+            id: format!("t{i}"),
+            tenant: if i % 2 == 0 { "acme" } else { "globex" }.into(),
+            state: TaskState::Running as i32,
+            ..Task::default()
+        });
+    }
+    let page = |tenant: &str, token: &str| {
+        let (rows, next) = store.page(tenant, &[], 2, token).unwrap();
+        (rows.into_iter().map(|s| s.id).collect::<Vec<_>>(), next)
+    };
+    let (first, next) = page("acme", "");
+    assert_eq!(first, ["t4", "t2"]);
+    let (second, next) = page("acme", &next);
+    assert_eq!((second, next), (vec!["t0".to_owned()], String::new()));
+    assert_eq!(page("globex", "").0, ["t5", "t3"]);
+    assert!(page("", "").0.is_empty());
 }

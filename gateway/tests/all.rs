@@ -14,3 +14,5 @@ mod minds;
 mod reasoning;
 mod reasoning_control;
 mod tasks;
+mod tenant_limits;
+mod tenants;

@@ -82,6 +82,27 @@ enum Command {
         #[arg(long)]
         endpoint: Option<String>,
     },
+    /// API keys for the gateway (`gateway.auth.keys_file`).
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysAction {
+    /// Print a fresh random key once, and the entry to add to the keys file (its hash only).
+    New {
+        /// The tenant the key acts for: it sees and controls only that tenant's tasks.
+        #[arg(long)]
+        tenant: String,
+        /// A device the key may use (repeat for several); none: every device.
+        #[arg(long = "device", value_name = "SERIAL")]
+        devices: Vec<String>,
+        /// Refuse the key after this long (e.g. `90days`); none: it does not expire.
+        #[arg(long)]
+        expires_in: Option<humantime::Duration>,
+    },
 }
 
 fn load(path: Option<PathBuf>) -> Result<Config> {
@@ -130,13 +151,21 @@ async fn real_main(cli: Cli) -> Result<()> {
             telemetry_opts.metrics = admin_addr.is_some();
             let telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
             let addr = listen.unwrap_or_else(|| config.listen.addr(service.port(&config)));
+            if service == Service::Gateway {
+                mesh::check_open(&config, addr.ip())?;
+            }
             let (routes, opts, gateway) = mesh::routes(service, &config)?;
             let listener = droidmesh_runtime::server::bind(addr).await?;
             // The gateway's HTTP face stops with its gRPC port: at the signal, or when the
             // server ends (the sender goes with the signal's future).
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let http = match gateway {
-                Some(g) => mesh::HttpFace::start(&config, g, stopped).await?,
+                Some(g) => {
+                    if !g.keys_required() {
+                        say!("{}", mesh::OPEN_NOTE);
+                    }
+                    mesh::HttpFace::start(&config, g, stopped).await?
+                }
                 None => None,
             };
             let admin = admin::start(admin_addr, &telemetry).await?;
@@ -198,6 +227,9 @@ async fn real_main(cli: Cli) -> Result<()> {
             if let Some(a) = &admin {
                 say!("{:<16} http://{}/metrics", "metrics", a.addr);
             }
+            if mesh.gateway_open {
+                say!("{}", mesh::OPEN_NOTE);
+            }
             say!("ready; Ctrl-C stops everything");
             droidmesh_runtime::shutdown_signal().await;
             mesh.shutdown().await?;
@@ -218,6 +250,33 @@ async fn real_main(cli: Cli) -> Result<()> {
                 .with_context(|| format!("cannot read the state of {serial}"))?
                 .into_inner();
             print_state(&state);
+        }
+        Command::Keys {
+            action:
+                KeysAction::New {
+                    tenant,
+                    devices,
+                    expires_in,
+                },
+        } => {
+            let expires_unix = match expires_in {
+                None => None,
+                Some(d) => Some(
+                    std::time::SystemTime::now()
+                        .checked_add(*d)
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .context("--expires-in is too far in the future")?
+                        .as_secs(),
+                ),
+            };
+            let key = droidmesh_gateway::auth::new_key();
+            let entry = droidmesh_gateway::auth::key_entry(&key, &tenant, &devices, expires_unix)
+                .map_err(|e| anyhow::anyhow!("cannot make a key: {e}"))?;
+            say!("key (shown once; give it to the client, it is not stored anywhere):\n  {key}\n");
+            say!(
+                "add to the keys file (gateway.auth.keys_file); it holds only the key's hash:\n\n{entry}"
+            );
+            say!("clients send it as the header `authorization: Bearer <key>`");
         }
         Command::Devices { endpoint } => {
             let config = load(cli.config)?;

@@ -81,6 +81,32 @@ fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
         .with_content_capture(capture))
 }
 
+/// What `up` and `serve gateway` say when the gateway has no keys.
+pub const OPEN_NOTE: &str = "note: the gateway has no API keys (gateway.auth.keys_file is not set): it is open to anyone on this machine";
+
+/// Refuses to serve a gateway without API keys beyond loopback (on `host`, its gRPC address,
+/// or on `[listen] host`, its HTTP face's), unless `gateway.auth.open` says to.
+pub fn check_open(config: &Config, host: std::net::IpAddr) -> Result<()> {
+    let auth = &config.gateway.auth;
+    if auth.keys_file.is_some() || auth.open {
+        return Ok(());
+    }
+    let http = config.listen.gateway_http_addr().map(|a| a.ip());
+    if let Some(beyond) = [Some(host), http]
+        .into_iter()
+        .flatten()
+        .find(|ip| !ip.is_loopback())
+    {
+        anyhow::bail!(
+            "the gateway would listen on {beyond}, beyond loopback, with no API keys: anyone who \
+             reaches it could run tasks on every device. Set gateway.auth.keys_file (make keys \
+             with `droidmesh keys new --tenant NAME`), or set gateway.auth.open = true to serve \
+             without keys anyway"
+        );
+    }
+    Ok(())
+}
+
 /// The gateway itself, when the service built is the gateway: its HTTP face serves it too.
 pub type SharedGateway = Option<std::sync::Arc<droidmesh_gateway::GatewayService>>;
 
@@ -252,6 +278,8 @@ pub struct Mesh {
     /// The gateway's HTTP face, unless `[listen] gateway_http` is 0.
     pub http: Option<HttpFace>,
     pub sims: Option<droidmesh_sim::SimFleet>,
+    /// The gateway has no API keys: every caller is one tenant.
+    pub gateway_open: bool,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<Result<(), droidmesh_runtime::RuntimeError>>>,
 }
@@ -261,6 +289,7 @@ impl Mesh {
     /// binds every service (port 0 in the config picks a free one) and points the endpoints
     /// at the bound addresses.
     pub async fn start(mut config: Config, sims: usize) -> Result<Mesh> {
+        check_open(&config, config.listen.host)?;
         let fleet = if sims > 0 {
             let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
                 host: config.listen.host,
@@ -295,9 +324,11 @@ impl Mesh {
         let mut tasks = Vec::new();
         let mut addrs = Vec::new();
         let mut http = None;
+        let mut gateway_open = false;
         for (service, listener, local) in bound {
             let (routes, mut opts, gateway) = routes(service, &config)?;
             if let Some(g) = gateway {
+                gateway_open = !g.keys_required();
                 http = HttpFace::start(&config, g, stop.subscribe()).await?;
             }
             // One process stops as one: no replica elsewhere takes over, so nothing to notice,
@@ -319,6 +350,7 @@ impl Mesh {
             addrs,
             http,
             sims: fleet,
+            gateway_open,
             stop,
             tasks,
         })

@@ -27,6 +27,9 @@ pub struct RunArgs {
     /// Gateway endpoint; without it the mesh runs embedded in this process.
     #[arg(long)]
     pub gateway: Option<String>,
+    /// API key for a gateway that requires one (sent as `authorization: Bearer <key>`).
+    #[arg(long, env = "DROIDMESH_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
     /// Device serial; empty takes a free device (a simulator when the mesh is embedded).
     #[arg(long, default_value = "")]
     pub device: String,
@@ -210,6 +213,9 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             };
             // One task, watched to its end: nothing to keep after it.
             config.gateway.store = "memory".into();
+            // The embedded gateway serves only this command: no keys, as before there were any.
+            config.gateway.auth.keys_file = None;
+            config.gateway.auth.open = true;
             let mesh = Mesh::start(config, sims).await?;
             if device.is_empty()
                 && let Some(first) = mesh.sims.as_ref().and_then(|f| f.addrs().first().copied())
@@ -252,6 +258,13 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
         conversation_id: args.conversation.clone().unwrap_or_default(),
         ..TaskRequest::default()
     };
+    let mut request = tonic::Request::new(request);
+    if let Some(key) = args.api_key.as_deref().filter(|_| args.gateway.is_some()) {
+        let value = format!("Bearer {}", key.trim())
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--api-key holds characters a header cannot carry"))?;
+        request.metadata_mut().insert("authorization", value);
+    }
     let mut stream = client
         .run_task(request)
         .await

@@ -487,3 +487,153 @@ fn an_unreachable_postgres_store_stops_the_gateway_naming_it_without_the_passwor
         started.elapsed()
     );
 }
+
+#[test]
+fn a_gateway_beyond_loopback_without_keys_refuses_to_start() {
+    let mut child = droidmesh()
+        .args(["serve", "gateway", "--listen", "0.0.0.0:0"])
+        .env("DROIDMESH_GATEWAY__STORE", "memory")
+        .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+        .env("DROIDMESH_LISTEN__ADMIN", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the gateway started beyond loopback without keys");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(!status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("0.0.0.0, beyond loopback, with no API keys")
+            && err.contains("gateway.auth.keys_file")
+            && err.contains("gateway.auth.open = true"),
+        "{err}"
+    );
+}
+
+/// Kills the child when dropped, so a failed assertion leaves no server behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn run_sends_its_api_key_to_a_gateway_with_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.toml");
+    let out = droidmesh()
+        .args(["keys", "new", "--tenant", "acme"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    let key = text
+        .split_whitespace()
+        .find(|w| w.starts_with("dmk_"))
+        .unwrap()
+        .to_owned();
+    let entry = &text[text.find("[[key]]").unwrap()..text.find("clients send").unwrap()];
+    assert!(!entry.contains(&key), "{entry}");
+    std::fs::write(&keys, entry).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let gateway = Killed(
+        droidmesh()
+            .args(["serve", "gateway", "--listen", &listen])
+            .env("DROIDMESH_GATEWAY__STORE", "memory")
+            .env("DROIDMESH_GATEWAY__AUTH__KEYS_FILE", &keys)
+            .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+            .env("DROIDMESH_LISTEN__ADMIN", "0")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let endpoint = format!("http://{listen}");
+    let run = |key: Option<&str>| {
+        let mut c = droidmesh();
+        c.args(["run", "--gateway", &endpoint, "open settings"]);
+        c.env_remove("DROIDMESH_API_KEY");
+        if let Some(k) = key {
+            c.env("DROIDMESH_API_KEY", k);
+        }
+        let out = c.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(None);
+    assert!(err.contains("no API key"), "{err}");
+    let err = run(Some("dmk_wrong"));
+    assert!(
+        err.contains("not known") && !err.contains("dmk_wrong"),
+        "{err}"
+    );
+    // With its key the call gets past the gateway's door: no device service answers here.
+    let err = run(Some(&key));
+    assert!(!err.contains("API key") && err.contains("device"), "{err}");
+    drop(gateway);
+}
+
+#[test]
+fn a_gateway_without_keys_on_loopback_says_it_is_open() {
+    use std::io::BufRead as _;
+    let mut gateway = Killed(
+        droidmesh()
+            .args(["serve", "gateway", "--listen", "127.0.0.1:0"])
+            .env("DROIDMESH_GATEWAY__STORE", "memory")
+            .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+            .env("DROIDMESH_LISTEN__ADMIN", "0")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The line comes before the server runs; a gateway that never says it ends the read when
+    // it is killed (the reader thread sees end of file).
+    let stdout = gateway.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains("open to anyone on this machine") => break,
+            Ok(_) => {}
+            Err(_) => panic!("serve gateway never said it is open to anyone on this machine"),
+        }
+    }
+    drop(gateway);
+}

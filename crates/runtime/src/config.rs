@@ -10,8 +10,9 @@ use toml::Value;
 const NEST: &str = "__";
 
 /// `DROIDMESH_*` variables that mean something else than a config override: the config file's
-/// path and the executor's secrets (`DROIDMESH_SECRET_<ID>`).
-pub const RESERVED: &[&str] = &["DROIDMESH_CONFIG", "DROIDMESH_SECRET_"];
+/// path, the executor's secrets (`DROIDMESH_SECRET_<ID>`) and the gateway key `droidmesh run`
+/// sends (`DROIDMESH_API_KEY`).
+pub const RESERVED: &[&str] = &["DROIDMESH_CONFIG", "DROIDMESH_SECRET_", "DROIDMESH_API_KEY"];
 
 /// Where configuration comes from. Environment variables are passed in (rather than read from
 /// the process) so that loading is testable and deterministic.

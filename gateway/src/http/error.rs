@@ -17,6 +17,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// Methods the path serves, for a 405's `Allow` header.
     pub allow: Option<&'static str>,
+    /// Seconds to wait before trying again (a tenant over its limits), for `Retry-After`.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -26,6 +28,7 @@ impl ApiError {
             message: message.into(),
             status: http_status(code),
             allow: None,
+            retry_after: None,
         }
     }
 
@@ -44,7 +47,14 @@ impl ApiError {
 
     /// What the gateway answered, as it would over gRPC.
     pub fn from_status(s: &Status) -> Self {
-        Self::new(s.code(), s.message())
+        Self {
+            retry_after: s
+                .metadata()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok()),
+            ..Self::new(s.code(), s.message())
+        }
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
@@ -77,6 +87,10 @@ impl ApiError {
         if let Some(allow) = self.allow {
             resp.headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

@@ -101,17 +101,45 @@ pub(crate) async fn pages_run_newest_first_and_filter_by_state(b: &dyn Backend) 
     }
     let ids = |rows: Vec<(u64, Task)>| rows.into_iter().map(|(_, t)| t.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.page(&[], u64::MAX, 10).await.unwrap()),
+        ids(store.page("", &[], u64::MAX, 10).await.unwrap()),
         ["t2", "t1", "t0"]
     );
-    assert_eq!(ids(store.page(&[], 3, 10).await.unwrap()), ["t1", "t0"]);
+    assert_eq!(ids(store.page("", &[], 3, 10).await.unwrap()), ["t1", "t0"]);
     let ended = [TaskState::Succeeded as i32, TaskState::Failed as i32];
-    assert_eq!(ids(store.page(&ended, u64::MAX, 1).await.unwrap()), ["t2"]);
     assert_eq!(
-        ids(store.page(&ended, u64::MAX, 10).await.unwrap()),
+        ids(store.page("", &ended, u64::MAX, 1).await.unwrap()),
+        ["t2"]
+    );
+    assert_eq!(
+        ids(store.page("", &ended, u64::MAX, 10).await.unwrap()),
         ["t2", "t0"]
     );
     assert_eq!(store.count().await.unwrap(), 3);
+}
+
+pub(crate) async fn pages_hold_only_the_tasks_of_one_tenant(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    for i in 0..6 {
+        let mut t = task(&format!("t{i}"), TaskState::Running);
+        t.tenant = if i % 2 == 0 { "acme" } else { "globex" }.into();
+        store.create(&t, "me").await.unwrap();
+    }
+    let ids = |rows: Vec<(u64, Task)>| rows.into_iter().map(|(_, t)| t.id).collect::<Vec<_>>();
+    // A full page of one tenant, and the next page from its last row: none of the other's.
+    let first = store.page("acme", &[], u64::MAX, 2).await.unwrap();
+    let last_ord = first.last().unwrap().0;
+    assert_eq!(ids(first), ["t4", "t2"]);
+    assert_eq!(
+        ids(store.page("acme", &[], last_ord, 2).await.unwrap()),
+        ["t0"]
+    );
+    assert_eq!(
+        ids(store.page("globex", &[], u64::MAX, 10).await.unwrap()),
+        ["t5", "t3", "t1"]
+    );
+    assert!(store.page("", &[], u64::MAX, 10).await.unwrap().is_empty());
+    let (_, back) = store.task("t3").await.unwrap().unwrap();
+    assert_eq!(back.tenant, "globex");
 }
 
 pub(crate) async fn retention_forgets_the_oldest_ended_and_never_a_running_task(b: &dyn Backend) {

@@ -17,7 +17,7 @@ use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
 pub use crate::store::Retention;
 
 /// Version of the schema this build writes. A store written by a newer one is refused.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One event as stored: its seq and its encoding without the task id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,10 +87,11 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Stored events of the task with `seq >= from`, oldest first, at most `max`.
     async fn events(&self, id: &str, from: u64, max: usize) -> Result<Vec<TaskEvent>, StoreError>;
 
-    /// Records created before `before` (creation order), newest first, in `states` (every
-    /// state when empty), at most `size`.
+    /// Records of `tenant` created before `before` (creation order), newest first, in
+    /// `states` (every state when empty), at most `size`.
     async fn page(
         &self,
+        tenant: &str,
         states: &[i32],
         before: u64,
         size: usize,

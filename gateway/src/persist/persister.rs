@@ -22,6 +22,59 @@ use tokio::time::Instant;
 use super::{Orphan, StoreError, StoredEvent, TaskWrite};
 use crate::store::{Store, is_final, now_ms};
 
+/// This process, as a task store knows it: unique, and naming the host when it is known (a
+/// pod's name in Kubernetes), so that a task failed because its replica stopped says which.
+pub(crate) fn owner() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty() && h.len() <= 64)
+        .map(|h| format!("@{h}"))
+        .unwrap_or_default();
+    format!(
+        "gateway-{}-{}{host}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// A store whose tasks are kept in `backend`, with its writer. An embedded store's tasks left
+/// unfinished by a stopped gateway are recovered now (RPCs wait for it, `done`); with a shared
+/// store this process renews its heartbeat and recovers the tasks of stopped replicas while it
+/// runs.
+pub(crate) fn durable(
+    device: &DeviceServiceClient<TracedChannel>,
+    retention: super::Retention,
+    limits: crate::store::Limits,
+    backend: Arc<dyn super::TaskStore>,
+    owner: String,
+    done: tokio::sync::watch::Sender<bool>,
+) -> Arc<Store> {
+    tracing::info!(store = %backend.describe(), owner = %owner, "tasks are kept in the task store");
+    let shared = backend.replica_timeout().is_some();
+    let store = Arc::new(Store::durable(retention, limits, backend, owner.clone()));
+    spawn(&store);
+    if shared {
+        spawn_replica(&store, owner, device.clone());
+        done.send_replace(true);
+        return store;
+    }
+    let (s, device) = (store.clone(), device.clone());
+    tokio::spawn(async move {
+        match recover(&s, &owner, device).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                tasks = n,
+                "tasks left unfinished by a stopped gateway are marked FAILED"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot recover the tasks a stopped gateway left unfinished")
+            }
+        }
+        done.send_replace(true);
+    });
+    store
+}
+
 /// Most tasks written in one transaction.
 const MAX_BATCH: usize = 256;
 /// Retention is applied this often.

@@ -43,6 +43,10 @@ const MIGRATIONS: &[&str] = &[
         owner TEXT PRIMARY KEY,
         seen_at TIMESTAMPTZ NOT NULL
     );",
+    // 1 → 2: the tenant that created each task (tasks from before keys: the open tenant),
+    // indexed for ListTasks' pages of one tenant.
+    "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+    CREATE INDEX tasks_by_tenant ON tasks (tenant, ord);",
 ];
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
 
@@ -53,8 +57,8 @@ const DEADLINE: Duration = Duration::from_secs(15);
 /// Most ended tasks forgotten, and most orphans claimed, in one transaction.
 const BATCH: i64 = 1_000;
 
-const CREATE: &str = "INSERT INTO tasks (id, state, owner, created_at_ms, record)
-    VALUES ($1, $2, $3, $4, $5) RETURNING ord";
+const CREATE: &str = "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
+    VALUES ($1, $2, $3, $4, $5, $6) RETURNING ord";
 const UPDATE: &str = "UPDATE tasks t SET state = u.state, ended_at_ms = u.ended_at_ms,
         lease_serial = u.lease_serial, lease_id = u.lease_id, record = u.record
     FROM UNNEST($1::text[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::bytea[])
@@ -72,7 +76,7 @@ const EVENTS: &str = "SELECT event FROM events
     WHERE task_ord = (SELECT ord FROM tasks WHERE id = $1) AND seq >= $2
     ORDER BY seq LIMIT $3";
 const PAGE: &str = "SELECT ord, record FROM tasks
-    WHERE ord < $1 AND (cardinality($2::int4[]) = 0 OR state = ANY($2::int4[]))
+    WHERE tenant = $4 AND ord < $1 AND (cardinality($2::int4[]) = 0 OR state = ANY($2::int4[]))
     ORDER BY ord DESC LIMIT $3";
 const PRUNE: &str = "WITH doomed AS (
         SELECT ord FROM tasks WHERE ended_at_ms IS NOT NULL AND (
@@ -315,7 +319,14 @@ impl TaskStore for PostgresStore {
                 .client
                 .query_one(
                     &s,
-                    &[&task.id, &task.state, &owner, &task.created_at_ms, &record],
+                    &[
+                        &task.id,
+                        &task.state,
+                        &owner,
+                        &task.created_at_ms,
+                        &record,
+                        &task.tenant,
+                    ],
                 )
                 .await?;
             Ok(uint(row.get(0)))
@@ -413,12 +424,14 @@ impl TaskStore for PostgresStore {
 
     async fn page(
         &self,
+        tenant: &str,
         states: &[i32],
         before: u64,
         size: usize,
     ) -> Result<Vec<(u64, Task)>, StoreError> {
         let (before, size) = (int(before), i64::try_from(size).unwrap_or(i64::MAX));
-        self.rows_of_tasks(PAGE, &[&before, &states, &size]).await
+        self.rows_of_tasks(PAGE, &[&before, &states, &size, &tenant])
+            .await
     }
 
     async fn prune(&self, keep: Retention, now_ms: i64) -> Result<u64, StoreError> {

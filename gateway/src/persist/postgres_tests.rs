@@ -57,6 +57,7 @@ macro_rules! conformance {
 conformance!(
     events_are_kept_from_the_logs_first_seq_and_read_in_order,
     pages_run_newest_first_and_filter_by_state,
+    pages_hold_only_the_tasks_of_one_tenant,
     retention_forgets_the_oldest_ended_and_never_a_running_task,
     a_task_left_unfinished_is_an_orphan_with_its_lease,
     a_store_of_a_newer_schema_is_refused,

@@ -34,6 +34,10 @@ const MIGRATIONS: &[&str] = &[
         event BLOB NOT NULL,
         PRIMARY KEY (task_ord, seq)
     ) WITHOUT ROWID;",
+    // 1 → 2: the tenant that created each task (tasks from before keys: the open tenant),
+    // indexed for ListTasks' pages of one tenant.
+    "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+    CREATE INDEX tasks_by_tenant ON tasks (tenant, ord);",
 ];
 
 /// Most ended tasks forgotten in one transaction (a prune that has more to do goes on at its
@@ -162,8 +166,9 @@ impl TaskStore for SqliteStore {
 
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
         let name = self.describe();
-        let (id, state, created, record) = (
+        let (id, tenant, state, created, record) = (
             task.id.clone(),
+            task.tenant.clone(),
             task.state,
             task.created_at_ms,
             task.encode_to_vec(),
@@ -171,9 +176,9 @@ impl TaskStore for SqliteStore {
         let owner = owner.to_owned();
         self.run(move |c| {
             c.query_row(
-                "INSERT INTO tasks (id, state, owner, created_at_ms, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING ord",
-                params![id, state, owner, created, record],
+                "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING ord",
+                params![id, state, owner, created, record, tenant],
                 |r| r.get::<_, i64>(0),
             )
             .map(uint)
@@ -281,6 +286,7 @@ impl TaskStore for SqliteStore {
 
     async fn page(
         &self,
+        tenant: &str,
         states: &[i32],
         before: u64,
         size: usize,
@@ -294,16 +300,17 @@ impl TaskStore for SqliteStore {
             format!("AND state IN ({})", list.join(","))
         };
         let size = i64::try_from(size).unwrap_or(i64::MAX);
+        let tenant = tenant.to_owned();
         self.run(move |c| {
             let err = failed(&name);
             let mut s = c
                 .prepare(&format!(
-                    "SELECT ord, record FROM tasks WHERE ord < ?1 {filter}
+                    "SELECT ord, record FROM tasks WHERE tenant = ?3 AND ord < ?1 {filter}
                      ORDER BY ord DESC LIMIT ?2"
                 ))
                 .map_err(&err)?;
             let rows = s
-                .query_map(params![int(before), size], |r| {
+                .query_map(params![int(before), size, tenant], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
                 })
                 .map_err(&err)?;

@@ -44,6 +44,11 @@ async fn pages_run_newest_first_and_filter_by_state() {
 }
 
 #[tokio::test]
+async fn pages_hold_only_the_tasks_of_one_tenant() {
+    conformance::pages_hold_only_the_tasks_of_one_tenant(&Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn retention_forgets_the_oldest_ended_and_never_a_running_task() {
     conformance::retention_forgets_the_oldest_ended_and_never_a_running_task(&Sqlite::new()).await;
 }
@@ -78,4 +83,34 @@ fn a_store_belongs_to_one_process_at_a_time() {
     assert!(e.contains("in use by another gateway process"), "{e}");
     drop(first);
     assert!(SqliteStore::open(&path).is_ok());
+}
+
+#[tokio::test]
+async fn a_store_of_schema_1_keeps_its_tasks_for_the_open_tenant() {
+    use prost::Message as _;
+    let s = Sqlite::new();
+    {
+        let c = Connection::open(s.path()).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        let t = conformance::task("old", droidmesh_proto::v1::TaskState::Succeeded);
+        c.execute(
+            "INSERT INTO tasks (id, state, owner, created_at_ms, record) VALUES (?1, ?2, 'x', 1, ?3)",
+            params![t.id, t.state, t.encode_to_vec()],
+        )
+        .unwrap();
+    }
+    let store = s.open().await.unwrap();
+    let page = store.page("", &[], u64::MAX, 10).await.unwrap();
+    assert_eq!(
+        page.into_iter().map(|(_, t)| t.id).collect::<Vec<_>>(),
+        ["old"]
+    );
+    assert!(
+        store
+            .page("acme", &[], u64::MAX, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

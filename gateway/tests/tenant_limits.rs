@@ -1,0 +1,122 @@
+//! Per-tenant limits through the public API: running tasks and tasks per minute, refused
+//! RESOURCE_EXHAUSTED with `retry-after` on gRPC and 429 with `Retry-After` over HTTP.
+use std::time::Duration;
+
+use droidmesh_proto::v1::CancelTaskRequest;
+use tonic::Code;
+
+use super::harness::*;
+use super::tenants::{ACME, GLOBEX, entry, with_key, write_keys};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_over_its_limits_is_told_when_to_retry() {
+    let Some(shared) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    write_keys(
+        &path,
+        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
+    );
+    let mut cfg = test_config();
+    cfg.auth.keys_file = Some(path);
+    cfg.auth.max_running_per_tenant = 1;
+    cfg.auth.tasks_per_minute_per_tenant = 2;
+    let stack = stack_with(shared, None, cfg).await;
+    let mut g = stack.gateway.clone();
+    let first = g
+        .submit_task(with_key(ACME, request("slow work", &shared.serials[4])))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    let e = g
+        .submit_task(with_key(ACME, request("slow work", &shared.serials[5])))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains("1 tasks running"), "{}", e.message());
+    assert_eq!(e.metadata().get("retry-after").unwrap(), "5");
+    // Another tenant is not held back.
+    let theirs = g
+        .submit_task(with_key(GLOBEX, request("slow work", &shared.serials[5])))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+
+    g.cancel_task(with_key(
+        ACME,
+        CancelTaskRequest {
+            task_id: first,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+    // Once the run is over its place is given back: the second of the minute is admitted.
+    let mut second = None;
+    for _ in 0..200 {
+        match g
+            .submit_task(with_key(ACME, request("answer: two", &shared.serials[6])))
+            .await
+        {
+            Ok(r) => {
+                second = Some(r.into_inner().task_id);
+                break;
+            }
+            Err(e) => assert!(e.message().contains("tasks running"), "{e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let second = second.expect("the cancelled task's place was not given back within 10 s");
+    // The third task of the minute is refused however few run, with the wait in seconds.
+    let mut refused = None;
+    for _ in 0..200 {
+        let e = g
+            .submit_task(with_key(ACME, request("answer: three", &shared.serials[6])))
+            .await
+            .unwrap_err();
+        if e.message().contains("tasks in the last minute") {
+            refused = Some(e);
+            break;
+        }
+        assert!(e.message().contains("tasks running"), "{e:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let e = refused.expect("the per-minute limit was never reached");
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    let after: u64 = e
+        .metadata()
+        .get("retry-after")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&after), "{after}");
+    // The HTTP face says the same with a 429 and Retry-After.
+    let resp = super::http::client()
+        .post(format!("{}/v1/tasks", stack.http))
+        .header("authorization", format!("Bearer {ACME}"))
+        .json(&serde_json::json!({"goal": "answer: four"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 429);
+    let after: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&after), "{after}");
+    assert!(second.starts_with("task-"), "{second}");
+    g.cancel_task(with_key(
+        GLOBEX,
+        CancelTaskRequest {
+            task_id: theirs,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+}
