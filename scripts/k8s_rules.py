@@ -209,6 +209,14 @@ def check_service(report, where, svc, d, c, facts, services, config_maps):
         where,
         f"no headless Service selects it on port {port}",
     )
+    http = int(listen.get("gateway_http", 0) or 0) if svc == "gateway" else 0
+    if http:
+        report.check(ports.get("http") == http, where, f"container port `http` is {ports.get('http')}, [listen] gateway_http (the HTTP/JSON face) is {http}")
+        report.check(
+            any(any(p["port"] == http and p.get("targetPort") in ("http", http) for p in s["spec"]["ports"]) for s in mine),
+            where,
+            f"no Service selects it on port {http} (the HTTP/JSON face, [listen] gateway_http)",
+        )
     for url in filter(None, (u.strip() for u in str(endpoints.get(key, "")).split(","))):
         u = urlparse(url)
         host = (u.hostname or "").split(".")[0]
