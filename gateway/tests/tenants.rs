@@ -414,26 +414,12 @@ async fn a_queued_task_of_a_restricted_key_waits_for_its_own_device() {
         .into_inner()
         .task_id;
     // Every other device is free, yet it waits for its own.
-    let mut waiting = false;
-    for _ in 0..200 {
-        let t = g
-            .get_task(with_key(
-                ACME,
-                GetTaskRequest {
-                    task_id: second.clone(),
-                },
-            ))
-            .await
-            .unwrap()
-            .into_inner();
+    let waiting = poll_task(&g, &second, |t| {
         assert_eq!(t.device, "", "the queued task took another device");
-        if t.last_seq >= 2 {
-            waiting = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(waiting, "the queued task never said it waits");
+        t.last_seq >= 2
+    })
+    .await;
+    assert!(waiting.is_some(), "the queued task never said it waits");
     g.cancel_task(with_key(
         ACME,
         CancelTaskRequest {
@@ -443,23 +429,35 @@ async fn a_queued_task_of_a_restricted_key_waits_for_its_own_device() {
     ))
     .await
     .unwrap();
-    let mut device = String::new();
+    let device = poll_task(&g, &second, |t| !t.device.is_empty())
+        .await
+        .map(|t| t.device)
+        .unwrap_or_default();
+    assert_eq!(device, only);
+}
+
+/// ACME's task `id`, read every 25 ms until `done` holds (within 10 s); `None` when it never did.
+async fn poll_task(
+    g: &droidmesh_proto::v1::gateway_client::GatewayClient<tonic::transport::Channel>,
+    id: &str,
+    mut done: impl FnMut(&droidmesh_proto::v1::Task) -> bool,
+) -> Option<droidmesh_proto::v1::Task> {
+    let mut g = g.clone();
     for _ in 0..400 {
         let t = g
             .get_task(with_key(
                 ACME,
                 GetTaskRequest {
-                    task_id: second.clone(),
+                    task_id: id.to_owned(),
                 },
             ))
             .await
             .unwrap()
             .into_inner();
-        if !t.device.is_empty() {
-            device = t.device;
-            break;
+        if done(&t) {
+            return Some(t);
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(device, only);
+    None
 }
