@@ -37,6 +37,9 @@ pub struct AuthConfig {
     pub max_running_per_tenant: u32,
     /// Tasks one tenant may create per minute in this gateway process (0: no limit).
     pub tasks_per_minute_per_tenant: u32,
+    /// Model tokens (input + output) one tenant's tasks created in a UTC day may use before
+    /// its next task is refused, counted in the task store (0: no limit).
+    pub model_tokens_per_day_per_tenant: u64,
 }
 
 /// The keys file as written.

@@ -1,11 +1,21 @@
-//! Per-tenant limits of this gateway process: tasks running at once and tasks created per
-//! minute (`gateway.auth.max_running_per_tenant`, `gateway.auth.tasks_per_minute_per_tenant`;
-//! 0: no limit). Counted in this process only: replicas behind a balancer each allow as many.
+//! Per-tenant limits: tasks running at once and tasks created per minute
+//! (`gateway.auth.max_running_per_tenant`, `gateway.auth.tasks_per_minute_per_tenant`; 0: no
+//! limit), counted in this process only (replicas behind a balancer each allow as many); and
+//! model tokens per UTC day (`gateway.auth.model_tokens_per_day_per_tenant`), summed in the
+//! task store, so it holds across restarts and replicas sharing a store.
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::error::GatewayError;
+use crate::store::Store;
+
 const MINUTE: Duration = Duration::from_secs(60);
+const DAY_MS: i64 = 86_400_000;
+/// How long a tenant's token count read from the store is used before it is read again.
+const TOKENS_FRESH: Duration = Duration::from_secs(1);
+/// Most tenants whose token count is remembered (more: the memory starts over).
+const MAX_REMEMBERED: usize = 10_000;
 
 #[derive(Default)]
 struct Use {
@@ -112,6 +122,72 @@ impl Quotas {
     }
 }
 
+/// The model tokens a tenant's tasks may use per UTC day; a task is admitted while the
+/// tenant's tasks created today have used fewer (a running task is not stopped: its last call
+/// may take the tenant past the limit, and later tasks are refused until the day ends).
+pub struct TokenBudget {
+    per_day: u64,
+    /// Per tenant: the day (ms of its start), the tokens counted, when they were read.
+    seen: Mutex<HashMap<String, (i64, u64, Instant)>>,
+}
+
+impl TokenBudget {
+    pub fn new(per_day: u64) -> Self {
+        Self {
+            per_day,
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Refuses a new task of `tenant` when its tasks created today (UTC, by `now_ms`) have
+    /// used up the day's tokens; the count is read from `store` at most once a second.
+    pub async fn check(
+        &self,
+        tenant: &str,
+        store: &Store,
+        now_ms: i64,
+    ) -> Result<(), GatewayError> {
+        if self.per_day == 0 {
+            return Ok(());
+        }
+        let day = now_ms - now_ms.rem_euclid(DAY_MS);
+        let cached = {
+            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.get(tenant)
+                .filter(|(d, _, at)| *d == day && at.elapsed() < TOKENS_FRESH)
+                .map(|(_, used, _)| *used)
+        };
+        let used = match cached {
+            Some(used) => used,
+            None => {
+                let used = store.tokens_since(tenant, day).await?;
+                let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+                if seen.len() >= MAX_REMEMBERED {
+                    seen.clear();
+                }
+                seen.insert(tenant.to_owned(), (day, used, Instant::now()));
+                used
+            }
+        };
+        if used < self.per_day {
+            return Ok(());
+        }
+        let wait_ms = day + DAY_MS - now_ms;
+        let secs = u64::try_from(wait_ms.div_euclid(1000) + i64::from(wait_ms % 1000 > 0))
+            .unwrap_or(1)
+            .max(1);
+        Err(GatewayError::OverLimit(OverLimit {
+            message: format!(
+                "this tenant's tasks created today (UTC) used {used} model tokens, its limit of \
+                 {} (gateway.auth.model_tokens_per_day_per_tenant); try again after 00:00 UTC, \
+                 in {secs} s",
+                self.per_day
+            ),
+            retry_after_secs: secs,
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +202,65 @@ mod tests {
         let _b = q.admit("b").unwrap();
         drop(a);
         q.admit("a").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_tenant_whose_tasks_used_the_days_tokens_waits_for_the_next_day() {
+        use droidmesh_proto::v1::{Task, TokenUsage};
+        let store = Store::new(
+            crate::store::Retention {
+                keep: 100,
+                keep_for_ms: u64::MAX,
+            },
+            crate::store::Limits {
+                max_events: 100,
+                max_event_bytes: 1 << 20,
+                max_queued: 4,
+            },
+        );
+        let day = 20_000 * DAY_MS;
+        let noon = day + DAY_MS / 2;
+        for (id, tenant, created, tokens) in [
+            ("y", "a", day - 1, 1_000),
+            ("t1", "a", day, 60),
+            ("t2", "a", noon, 40),
+            ("b1", "b", noon, 99),
+        ] {
+            let (entry, _control) = store.insert(Task {
+                id: id.into(),
+                tenant: tenant.into(),
+                created_at_ms: created,
+                ..Task::default()
+            });
+            entry.update(|t| {
+                t.usage = Some(TokenUsage {
+                    input_tokens: tokens - 10,
+                    output_tokens: 10,
+                    ..TokenUsage::default()
+                })
+            });
+        }
+        let budget = TokenBudget::new(100);
+        let e = budget.check("a", &store, noon).await.unwrap_err();
+        let GatewayError::OverLimit(over) = e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            over.message.contains("used 100 model tokens"),
+            "{}",
+            over.message
+        );
+        assert!(over.message.contains("limit of 100"), "{}", over.message);
+        assert_eq!(over.retry_after_secs, 43_200);
+        // Yesterday's task does not count, and other tenants have their own.
+        budget.check("b", &store, noon).await.unwrap();
+        TokenBudget::new(101)
+            .check("a", &store, noon)
+            .await
+            .unwrap();
+        // The next day starts afresh.
+        budget.check("a", &store, day + DAY_MS).await.unwrap();
+        TokenBudget::new(0).check("a", &store, noon).await.unwrap();
     }
 
     #[test]

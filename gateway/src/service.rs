@@ -40,6 +40,8 @@ pub struct GatewayService {
     keys: Keys,
     /// Per-tenant limits of this process.
     quotas: crate::quota::Quotas,
+    /// Per-tenant model tokens per day.
+    tokens: crate::quota::TokenBudget,
 }
 
 impl GatewayService {
@@ -62,6 +64,7 @@ impl GatewayService {
             cfg.auth.max_running_per_tenant,
             cfg.auth.tasks_per_minute_per_tenant,
         );
+        let tokens = crate::quota::TokenBudget::new(cfg.auth.model_tokens_per_day_per_tenant);
         let (done, ready) = tokio::sync::watch::channel(false);
         let store = match cfg.store_at()? {
             StoreAt::Memory => {
@@ -102,6 +105,7 @@ impl GatewayService {
             ready,
             keys,
             quotas,
+            tokens,
         })
     }
 
@@ -186,11 +190,14 @@ impl GatewayService {
                 crate::store::cut(&req.device, 100)
             )));
         }
+        self.ready().await;
+        self.tokens
+            .check(&caller.tenant, &self.store, now_ms())
+            .await?;
         let slot = self
             .quotas
             .admit(&caller.tenant)
             .map_err(GatewayError::OverLimit)?;
-        self.ready().await;
         let id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let lease = if req.wait_for_device {
             None

@@ -259,6 +259,29 @@ impl Store {
         Ok((page, next))
     }
 
+    /// Model tokens of `tenant`'s tasks created at or after `since_ms`: from the task store
+    /// when there is one (as last written), else from the tasks in memory.
+    pub async fn tokens_since(&self, tenant: &str, since_ms: i64) -> Result<u64, GatewayError> {
+        if let Some(d) = &self.durable {
+            return Ok(d.backend.tokens_since(tenant, since_ms).await?);
+        }
+        let index = self.lock();
+        Ok(index
+            .by_ord
+            .values()
+            .filter(|e| e.tenant == tenant)
+            .map(|e| {
+                e.with_task(|t| {
+                    if t.created_at_ms >= since_ms {
+                        crate::persist::tokens_of(t)
+                    } else {
+                        0
+                    }
+                })
+            })
+            .fold(0u64, u64::saturating_add))
+    }
+
     /// [`Store::page_any`] of the tasks in memory.
     pub fn page(
         &self,

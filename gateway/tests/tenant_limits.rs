@@ -120,3 +120,87 @@ async fn a_tenant_over_its_limits_is_told_when_to_retry() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_whose_tasks_used_the_days_model_tokens_is_refused_until_tomorrow() {
+    let Some(shared) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    write_keys(
+        &path,
+        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
+    );
+    let mut cfg = test_config();
+    cfg.auth.keys_file = Some(path);
+    cfg.auth.model_tokens_per_day_per_tenant = 200;
+    let stack = stack_with(shared, None, cfg).await;
+    let mut g = stack.gateway.clone();
+    // Each "answer" task of the scripted executor reports 100 input + 20 output tokens.
+    for goal in ["answer: one", "answer: two"] {
+        let events = collect(
+            g.run_task(with_key(ACME, request(goal, &shared.serials[7])))
+                .await
+                .unwrap()
+                .into_inner(),
+        )
+        .await;
+        assert!(!events.is_empty());
+    }
+    // The count is read from the task store at most a second old: tasks that use no tokens
+    // are admitted until it catches up, then the tenant is refused.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "240 tokens of a 200-token day were never refused"
+        );
+        match g
+            .submit_task(with_key(ACME, request("count: 1", &shared.serials[7])))
+            .await
+        {
+            Err(e) if e.code() == Code::ResourceExhausted => break e,
+            Err(e) if e.code() == Code::FailedPrecondition => {}
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        refused.message().contains("used 240 model tokens"),
+        "{}",
+        refused.message()
+    );
+    assert!(
+        refused.message().contains("00:00 UTC"),
+        "{}",
+        refused.message()
+    );
+    let after: u64 = refused
+        .metadata()
+        .get("retry-after")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=86_400).contains(&after), "{after}");
+    let resp = super::http::client()
+        .post(format!("{}/v1/tasks", stack.http))
+        .header("authorization", format!("Bearer {ACME}"))
+        .json(&serde_json::json!({"goal": "answer: three"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 429);
+    // Another tenant has its own day.
+    collect(
+        g.run_task(with_key(
+            GLOBEX,
+            request("answer: theirs", &shared.serials[7]),
+        ))
+        .await
+        .unwrap()
+        .into_inner(),
+    )
+    .await;
+}

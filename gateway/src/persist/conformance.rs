@@ -227,3 +227,56 @@ pub(crate) async fn a_store_of_a_newer_schema_is_refused(b: &dyn Backend) {
         "{e}"
     );
 }
+
+pub(crate) async fn tokens_are_summed_per_tenant_from_a_time_on(b: &dyn Backend) {
+    use droidmesh_proto::v1::TokenUsage;
+    let store = b.open().await.unwrap();
+    let used = |id: &str, tenant: &str, created: i64, input: u64, output: u64| Task {
+        tenant: tenant.into(),
+        created_at_ms: created,
+        usage: Some(TokenUsage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_input_tokens: input / 2,
+            calls: 1,
+        }),
+        ..task(id, TaskState::Running)
+    };
+    let tasks = [
+        used("a1", "acme", 1_000, 100, 20),
+        used("a2", "acme", 5_000, 300, 50),
+        used("g1", "globex", 5_000, 1_000, 0),
+        task("a3", TaskState::Running),
+    ];
+    for t in &tasks {
+        store.create(t, "me").await.unwrap();
+    }
+    // Counted from the records written, not the ones created.
+    assert_eq!(store.tokens_since("acme", 0).await.unwrap(), 0);
+    let batch = tasks
+        .iter()
+        .map(|t| write(t.clone(), vec![], None))
+        .collect();
+    store.write("me", batch).await.unwrap();
+    assert_eq!(store.tokens_since("acme", 0).await.unwrap(), 470);
+    assert_eq!(store.tokens_since("acme", 1_001).await.unwrap(), 350);
+    assert_eq!(store.tokens_since("globex", 0).await.unwrap(), 1_000);
+    assert_eq!(store.tokens_since("nobody", 0).await.unwrap(), 0);
+    // A later record replaces the count of its task.
+    let more = used("a2", "acme", 5_000, 600, 50);
+    store
+        .write("me", vec![write(more, vec![], Some(9_000))])
+        .await
+        .unwrap();
+    assert_eq!(store.tokens_since("acme", 1_001).await.unwrap(), 650);
+    // Counts no store could add up saturate rather than fail.
+    for id in ["h1", "h2"] {
+        let t = used(id, "hog", 1, u64::MAX, u64::MAX);
+        store.create(&t, "me").await.unwrap();
+        store
+            .write("me", vec![write(t, vec![], None)])
+            .await
+            .unwrap();
+    }
+    assert!(store.tokens_since("hog", 0).await.unwrap() >= 1 << 62);
+}

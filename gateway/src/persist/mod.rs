@@ -17,7 +17,7 @@ use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
 pub use crate::store::Retention;
 
 /// Version of the schema this build writes. A store written by a newer one is refused.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One event as stored: its seq and its encoding without the task id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +120,17 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks kept.
     async fn count(&self) -> Result<u64, StoreError>;
+
+    /// Model tokens (input + output) of `tenant`'s tasks created at or after `since_ms`, as of
+    /// their last written records.
+    async fn tokens_since(&self, tenant: &str, since_ms: i64) -> Result<u64, StoreError>;
+}
+
+/// The model tokens a task has used: input plus output (cached input is part of input).
+pub fn tokens_of(task: &Task) -> u64 {
+    task.usage
+        .as_ref()
+        .map_or(0, |u| u.input_tokens.saturating_add(u.output_tokens))
 }
 
 /// Decodes a stored event of task `id`.

@@ -15,6 +15,7 @@ use prost::Message as _;
 use super::pg_pool::{Conn, Pool, pg_error, redact_url};
 use super::{
     Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
+    tokens_of,
 };
 
 /// Schema changes, in order: entry `n` brings a database from version `n` to `n + 1`.
@@ -47,6 +48,10 @@ const MIGRATIONS: &[&str] = &[
     // indexed for ListTasks' pages of one tenant.
     "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
     CREATE INDEX tasks_by_tenant ON tasks (tenant, ord);",
+    // 2 → 3: the model tokens each task used, summed per tenant and day for its token limit
+    // (tasks stored before: 0).
+    "ALTER TABLE tasks ADD COLUMN tokens BIGINT NOT NULL DEFAULT 0;
+    CREATE INDEX tasks_by_tenant_created ON tasks (tenant, created_at_ms);",
 ];
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
 
@@ -60,9 +65,11 @@ const BATCH: i64 = 1_000;
 const CREATE: &str = "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ord";
 const UPDATE: &str = "UPDATE tasks t SET state = u.state, ended_at_ms = u.ended_at_ms,
-        lease_serial = u.lease_serial, lease_id = u.lease_id, record = u.record
-    FROM UNNEST($1::text[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::bytea[])
-        AS u(id, state, ended_at_ms, lease_serial, lease_id, record)
+        lease_serial = u.lease_serial, lease_id = u.lease_id, record = u.record,
+        tokens = u.tokens
+    FROM UNNEST($1::text[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::bytea[],
+            $8::int8[])
+        AS u(id, state, ended_at_ms, lease_serial, lease_id, record, tokens)
     WHERE t.id = u.id AND t.owner = $7
     RETURNING t.id, t.ord";
 const INSERT_EVENTS: &str = "INSERT INTO events (task_ord, seq, event)
@@ -101,6 +108,8 @@ const HEARTBEAT: &str = "INSERT INTO replicas (owner, seen_at) VALUES ($1, now()
 const FORGET_REPLICAS: &str =
     "DELETE FROM replicas WHERE seen_at < now() - $1::float8 * interval '1 second'";
 const COUNT: &str = "SELECT count(*) FROM tasks";
+const TOKENS: &str = "SELECT LEAST(COALESCE(SUM(tokens), 0), 9223372036854775807)::int8 FROM tasks
+    WHERE tenant = $1 AND created_at_ms >= $2";
 
 /// Runs `$body` with `$c`, a pooled connection, within [`DEADLINE`]: a `Result<T, StoreError>`.
 /// A connection found closed (the database restarted) is replaced and `$body` run once more on
@@ -349,6 +358,7 @@ impl TaskStore for PostgresStore {
             .map(|w| w.lease.as_ref().map(|l| l.lease_id.as_str()))
             .collect();
         let records: Vec<Vec<u8>> = batch.iter().map(|w| w.task.encode_to_vec()).collect();
+        let tokens: Vec<i64> = batch.iter().map(|w| int(tokens_of(&w.task))).collect();
         with_conn!(self, c => {
             let (update, insert, trim, taken) = (
                 c.statement(UPDATE).await?,
@@ -360,7 +370,7 @@ impl TaskStore for PostgresStore {
             let ords: HashMap<String, i64> = tx
                 .query(
                     &update,
-                    &[&ids, &states, &ended, &serials, &lease_ids, &records, &owner],
+                    &[&ids, &states, &ended, &serials, &lease_ids, &records, &owner, &tokens],
                 )
                 .await?
                 .into_iter()
@@ -467,6 +477,13 @@ impl TaskStore for PostgresStore {
         with_conn!(self, c => {
             let s = c.statement(COUNT).await?;
             Ok(uint(c.client.query_one(&s, &[]).await?.get(0)))
+        })
+    }
+
+    async fn tokens_since(&self, tenant: &str, since_ms: i64) -> Result<u64, StoreError> {
+        with_conn!(self, c => {
+            let s = c.statement(TOKENS).await?;
+            Ok(uint(c.client.query_one(&s, &[&tenant, &since_ms]).await?.get(0)))
         })
     }
 }

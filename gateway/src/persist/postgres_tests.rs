@@ -61,6 +61,7 @@ conformance!(
     retention_forgets_the_oldest_ended_and_never_a_running_task,
     a_task_left_unfinished_is_an_orphan_with_its_lease,
     a_store_of_a_newer_schema_is_refused,
+    tokens_are_summed_per_tenant_from_a_time_on,
 );
 
 const MINUTE: Duration = Duration::from_secs(60);

@@ -11,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{
     Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
+    tokens_of,
 };
 
 /// Schema changes, in order: entry `n` brings a store from version `n` to `n + 1`.
@@ -38,6 +39,10 @@ const MIGRATIONS: &[&str] = &[
     // indexed for ListTasks' pages of one tenant.
     "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
     CREATE INDEX tasks_by_tenant ON tasks (tenant, ord);",
+    // 2 → 3: the model tokens each task used, summed per tenant and day for its token limit
+    // (tasks stored before: 0).
+    "ALTER TABLE tasks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX tasks_by_tenant_created ON tasks (tenant, created_at_ms);",
 ];
 
 /// Most ended tasks forgotten in one transaction (a prune that has more to do goes on at its
@@ -196,7 +201,7 @@ impl TaskStore for SqliteStore {
                 let mut record = tx
                     .prepare_cached(
                         "UPDATE tasks SET state = ?2, ended_at_ms = ?3, lease_serial = ?4,
-                         lease_id = ?5, record = ?6 WHERE id = ?1 RETURNING ord",
+                         lease_id = ?5, record = ?6, tokens = ?7 WHERE id = ?1 RETURNING ord",
                     )
                     .map_err(&err)?;
                 let mut event = tx
@@ -218,6 +223,7 @@ impl TaskStore for SqliteStore {
                                 lease.map(|l| l.serial.as_str()),
                                 lease.map(|l| l.lease_id.as_str()),
                                 w.task.encode_to_vec(),
+                                int(tokens_of(&w.task)),
                             ],
                             |r| r.get(0),
                         )
@@ -399,6 +405,22 @@ impl TaskStore for SqliteStore {
             c.query_row("SELECT count(*) FROM tasks", [], |r| r.get::<_, i64>(0))
                 .map(uint)
                 .map_err(failed(&name))
+        })
+        .await
+    }
+
+    async fn tokens_since(&self, tenant: &str, since_ms: i64) -> Result<u64, StoreError> {
+        let name = self.describe();
+        let tenant = tenant.to_owned();
+        self.run(move |c| {
+            // TOTAL rather than SUM: a float that cannot overflow.
+            c.prepare_cached(
+                "SELECT TOTAL(tokens) FROM tasks WHERE tenant = ?1 AND created_at_ms >= ?2",
+            )
+            .and_then(|mut s| s.query_row(params![tenant, since_ms], |r| r.get::<_, f64>(0)))
+            // `as` saturates a float into the integer range.
+            .map(|total| total as u64)
+            .map_err(failed(&name))
         })
         .await
     }

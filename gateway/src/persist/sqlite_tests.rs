@@ -59,6 +59,11 @@ async fn a_task_left_unfinished_is_an_orphan_with_its_lease() {
 }
 
 #[tokio::test]
+async fn tokens_are_summed_per_tenant_from_a_time_on() {
+    conformance::tokens_are_summed_per_tenant_from_a_time_on(&Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn a_store_of_a_newer_schema_is_refused() {
     conformance::a_store_of_a_newer_schema_is_refused(&Sqlite::new()).await;
 }
