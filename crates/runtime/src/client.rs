@@ -73,15 +73,18 @@ pub fn connect_mesh(endpoints: &str, opts: &ClientOptions) -> Result<MeshChannel
         targets.push(Target::parse(raw)?);
     }
     let channel = match targets.as_slice() {
-        [one] if one.is_literal() => MeshChannel::direct(endpoint(list[0], opts)?),
+        [one] if one.is_literal() => MeshChannel::direct(endpoint(list[0], opts)?.connect_lazy()),
         _ => {
             let replica_opts = opts.clone();
-            let scheme = targets[0].scheme.clone();
             MeshChannel::balanced(
                 endpoints.trim(),
                 targets,
                 opts.discovery.clone(),
-                Box::new(move |addr| endpoint(&format!("{scheme}://{addr}"), &replica_opts).ok()),
+                Box::new(move |addr, target| {
+                    endpoint(&format!("{}://{addr}", target.scheme), &replica_opts)
+                        .ok()
+                        .map(|e| e.connect_lazy())
+                }),
             )
         }
     };

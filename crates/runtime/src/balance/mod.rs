@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::watch;
 use tonic::body::Body;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tower::buffer::Buffer;
 use tower::util::BoxService;
 
@@ -94,6 +94,10 @@ impl Target {
     }
 }
 
+/// Makes a replica's lazily connected channel from its address and the target it was found
+/// for (`None`: the address cannot be made an endpoint, and the replica is left out).
+pub(crate) type MakeChannel = Box<dyn Fn(SocketAddr, &Target) -> Option<Channel> + Send + Sync>;
+
 type Balanced =
     Buffer<http::Request<Body>, BoxFuture<std::result::Result<http::Response<Body>, BoxError>>>;
 
@@ -124,22 +128,23 @@ impl std::fmt::Debug for MeshChannel {
 }
 
 impl MeshChannel {
-    /// A channel to one endpoint, connected lazily.
-    pub(crate) fn direct(endpoint: Endpoint) -> Self {
-        Self(Inner::Direct(endpoint.connect_lazy()))
+    /// A channel to one endpoint (connected lazily).
+    pub(crate) fn direct(channel: Channel) -> Self {
+        Self(Inner::Direct(channel))
     }
 
-    /// A balancer over every address `targets` resolve to; `make_endpoint` sets each
-    /// replica's connection options. Must be called inside a tokio runtime.
+    /// A balancer over every address `targets` resolve to; `make_channel` makes each
+    /// replica's lazily connected channel with its connection options. Must be called inside
+    /// a tokio runtime.
     pub(crate) fn balanced(
         what: &str,
         targets: Vec<Target>,
         discovery: Discovery,
-        make_endpoint: Box<dyn Fn(SocketAddr) -> Option<Endpoint> + Send + Sync>,
+        make_channel: MakeChannel,
     ) -> Self {
         let pick_timeout = discovery.pick_timeout;
         let capacity_wait = discovery.capacity_wait.max(pick_timeout);
-        let (changes, snapshot) = Pool::spawn(targets, discovery, make_endpoint);
+        let (changes, snapshot) = Pool::spawn(targets, discovery, make_channel);
         let discover = tokio_stream::wrappers::ReceiverStream::new(changes);
         let balance = tower::balance::p2c::Balance::new(discover);
         let (buffer, worker) = Buffer::pair(BoxService::new(balance), 1024);

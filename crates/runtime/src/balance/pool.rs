@@ -2,7 +2,7 @@
 //! whenever a connection fails; inserts replicas that appear, removes those that disappear
 //! (their streams in progress go on), and probes each replica's health and reported work.
 use super::replica::{Replica, ReplicaState};
-use super::{Discovery, Target};
+use super::{Discovery, MakeChannel, Target};
 use droidmesh_proto::v1::GetLoadRequest;
 use droidmesh_proto::v1::replica_service_client::ReplicaServiceClient;
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -41,7 +41,7 @@ pub(crate) type Changes =
 pub(crate) struct Pool {
     targets: Vec<Target>,
     discovery: Discovery,
-    make_endpoint: Box<dyn Fn(SocketAddr) -> Option<Endpoint> + Send + Sync>,
+    make_channel: MakeChannel,
     tx: mpsc::Sender<Result<Change<SocketAddr, Replica>, std::convert::Infallible>>,
     snapshot: watch::Sender<Snapshot>,
     replicas: BTreeMap<SocketAddr, Arc<ReplicaState>>,
@@ -61,7 +61,7 @@ impl Pool {
     pub(crate) fn spawn(
         targets: Vec<Target>,
         discovery: Discovery,
-        make_endpoint: Box<dyn Fn(SocketAddr) -> Option<Endpoint> + Send + Sync>,
+        make_channel: MakeChannel,
     ) -> (Changes, watch::Receiver<Snapshot>) {
         // Changes are bounded by the resolved set; the balancer reads them as it serves.
         let (tx, rx) = mpsc::channel(1024);
@@ -69,7 +69,7 @@ impl Pool {
         let pool = Pool {
             targets,
             discovery,
-            make_endpoint,
+            make_channel,
             tx,
             snapshot,
             replicas: BTreeMap::new(),
@@ -109,13 +109,16 @@ impl Pool {
 
     /// Resolves every target; inserts and removes replicas. Returns resolution errors.
     async fn resolve(&mut self) -> Vec<String> {
-        let mut found: Vec<SocketAddr> = Vec::new();
+        // Each address with the target it was found for (the first, if several).
+        let mut found: Vec<(SocketAddr, usize)> = Vec::new();
         let mut errors = Vec::new();
         let mut failed_any = false;
-        for target in &self.targets {
+        for (i, target) in self.targets.iter().enumerate() {
             let resolving = self.discovery.resolver.resolve(&target.host, target.port);
             match tokio::time::timeout(self.discovery.probe_timeout * 5, resolving).await {
-                Ok(Ok(addrs)) if !addrs.is_empty() => found.extend(addrs),
+                Ok(Ok(addrs)) if !addrs.is_empty() => {
+                    found.extend(addrs.into_iter().map(|a| (a, i)))
+                }
                 Ok(Ok(_)) => errors.push(format!("{} resolved to no address", target.host)),
                 Ok(Err(e)) => {
                     failed_any = true;
@@ -128,7 +131,7 @@ impl Pool {
             }
         }
         found.sort();
-        found.dedup();
+        found.dedup_by_key(|(addr, _)| *addr);
         if found.len() > MAX_REPLICAS {
             tracing::warn!(
                 resolved = found.len(),
@@ -147,7 +150,7 @@ impl Pool {
             let gone: Vec<SocketAddr> = self
                 .replicas
                 .keys()
-                .filter(|a| !found.contains(a))
+                .filter(|a| !found.iter().any(|(f, _)| f == *a))
                 .copied()
                 .collect();
             for addr in gone {
@@ -160,14 +163,13 @@ impl Pool {
                 }
             }
         }
-        for addr in found {
+        for (addr, target) in found {
             if self.replicas.contains_key(&addr) {
                 continue;
             }
-            let Some(endpoint) = (self.make_endpoint)(addr) else {
+            let Some(channel) = (self.make_channel)(addr, &self.targets[target]) else {
                 continue;
             };
-            let channel = endpoint.connect_lazy();
             let state = ReplicaState::new(addr, Arc::clone(&self.poke), Arc::clone(&self.changed));
             tokio::spawn(probe(
                 channel.clone(),
