@@ -201,7 +201,12 @@ async fn main() {
     // `cargo bench -p droidmesh-e2e --bench mesh -- concurrent` runs only the concurrent-task
     // figures.
     if std::env::args().any(|a| a == "store") {
-        store_throughput(50, 20).await;
+        // DROIDMESH_BENCH_TASKS: tasks per client (20), more for a longer run to profile.
+        let per_client = std::env::var("DROIDMESH_BENCH_TASKS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(20);
+        store_throughput(50, per_client).await;
         return;
     }
     if std::env::args().any(|a| a == "concurrent") {
