@@ -49,7 +49,7 @@ impl PeerError {
             peer = service,
             endpoint,
             code = ?status.code(),
-            transport_error = status.message(),
+            transport_error = droidmesh_runtime::peer::detail(status),
             "connection to a service failed"
         );
         Self {
@@ -67,14 +67,16 @@ impl PeerError {
 
     /// [`PeerError::call`], and when the connection broke, whether the service is gone or only
     /// stopped answering: a stopped process (SIGSTOP, a frozen machine) keeps its port open, so
-    /// a fresh connection opens but gets no answer (at most a second is spent finding out).
+    /// a fresh connection opens but gets no answer (at most a second is spent finding out). A
+    /// port that answers cleartext with a TLS alert serves TLS: the endpoint should say https://.
     pub async fn call_checked(service: &'static str, endpoint: &str, status: &Status) -> Self {
         let mut e = Self::call(service, endpoint, status);
-        if e.transport == Some(Transport::Broken)
-            && droidmesh_runtime::peer::probe(endpoint, PROBE_WITHIN).await == Transport::Silent
-        {
-            e.transport = Some(Transport::Silent);
-            e.message = Transport::Silent.words().into();
+        if e.transport == Some(Transport::Broken) {
+            let found = droidmesh_runtime::peer::probe(endpoint, PROBE_WITHIN).await;
+            if matches!(found, Transport::Silent | Transport::Tls) {
+                e.transport = Some(found);
+                e.message = found.words().into();
+            }
         }
         e
     }

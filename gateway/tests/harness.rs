@@ -120,6 +120,7 @@ async fn serve_gateway(cfg: GatewayConfig, peers: &Peers) -> (String, String) {
     let http = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(droidmesh_gateway::http::serve(
         listener,
+        None,
         gw.clone(),
         test_http_config(),
         std::time::Duration::from_secs(1),

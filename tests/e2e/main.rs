@@ -26,6 +26,7 @@ mod recovery;
 mod scale;
 mod store;
 mod tasks;
+mod tls;
 mod trace;
 
 struct Mesh {

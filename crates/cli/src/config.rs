@@ -22,6 +22,9 @@ pub struct Config {
     /// replays its recorded demo).
     pub llm: Option<droidmesh_llm::LlmConfig>,
     pub telemetry: Telemetry,
+    /// TLS on every gRPC port and the gateway's HTTP face, mutual TLS between services, and
+    /// how `https://` endpoints are called (see `droidmesh_runtime::tls`).
+    pub tls: droidmesh_runtime::tls::TlsConfig,
 }
 
 /// Where each service listens when served.
@@ -120,6 +123,48 @@ impl Default for Endpoints {
     }
 }
 
+impl Endpoints {
+    /// Each endpoint with its config name.
+    pub fn named(&self) -> [(&'static str, &str); 6] {
+        [
+            ("endpoints.gateway", &self.gateway),
+            ("endpoints.device", &self.device),
+            ("endpoints.executor", &self.executor),
+            ("endpoints.manager", &self.manager),
+            ("endpoints.scripter", &self.scripter),
+            ("endpoints.text_manipulator", &self.text_manipulator),
+        ]
+    }
+
+    /// The endpoint of a config name from [`Endpoints::named`] ("" for another name).
+    fn get(&self, name: &str) -> &str {
+        self.named()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v)
+    }
+
+    /// With TLS served, the default endpoints (still `http://127.0.0.1:PORT`) call the same
+    /// ports over `https://`; endpoints the config set are left as they are.
+    pub fn upgrade_defaults_to_https(&mut self) {
+        let defaults = Endpoints::default();
+        for (slot, default) in [
+            (&mut self.gateway, &defaults.gateway),
+            (&mut self.device, &defaults.device),
+            (&mut self.executor, &defaults.executor),
+            (&mut self.manager, &defaults.manager),
+            (&mut self.scripter, &defaults.scripter),
+            (&mut self.text_manipulator, &defaults.text_manipulator),
+        ] {
+            if slot == default
+                && let Some(rest) = default.strip_prefix("http://")
+            {
+                *slot = format!("https://{rest}");
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Telemetry {
@@ -160,19 +205,21 @@ impl Validate for Config {
         {
             problems.extend(errs.into_iter().map(|e| format!("llm: {e}")));
         }
-        for (name, value) in [
-            ("endpoints.gateway", &self.endpoints.gateway),
-            ("endpoints.device", &self.endpoints.device),
-            ("endpoints.executor", &self.endpoints.executor),
-            ("endpoints.manager", &self.endpoints.manager),
-            ("endpoints.scripter", &self.endpoints.scripter),
-            (
-                "endpoints.text_manipulator",
-                &self.endpoints.text_manipulator,
-            ),
-        ] {
+        problems.extend(self.tls.problems());
+        for (name, value) in self.endpoints.named() {
             if value.trim().is_empty() {
                 problems.push(format!("{name}: must not be empty"));
+            }
+            // A mesh that serves TLS is called over TLS: a plain endpoint would reach a TLS
+            // port with cleartext HTTP/2 and fail in words nobody could act on.
+            if self.tls.serves()
+                && value != Endpoints::default().get(name)
+                && value.split(',').any(|e| e.trim().starts_with("http://"))
+            {
+                problems.push(format!(
+                    "{name}: {value} is plain http:// but tls.cert makes every droidmesh port \
+                     serve TLS: use https://"
+                ));
             }
         }
         if problems.is_empty() {
@@ -180,5 +227,45 @@ impl Validate for Config {
         } else {
             Err(problems)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("droidmesh.toml");
+        std::fs::write(&path, text).unwrap();
+        let source = droidmesh_runtime::ConfigSource {
+            file: Some(path),
+            ..droidmesh_runtime::ConfigSource::default()
+        };
+        droidmesh_runtime::load_config::<Config>(&source).map_err(|e| e.to_string())
+    }
+
+    fn with_tls(endpoints: &str) -> Result<Config, String> {
+        load(&format!(
+            "[tls]\ncert = \"/c.pem\"\nkey = \"/k.pem\"\n[endpoints]\n{endpoints}\n"
+        ))
+    }
+
+    #[test]
+    fn a_mesh_serving_tls_refuses_plain_endpoints_and_upgrades_its_defaults() {
+        let err = with_tls("device = \"http://droidmesh-device:50051\"").unwrap_err();
+        assert!(
+            err.contains("endpoints.device: http://droidmesh-device:50051 is plain http://"),
+            "{err}"
+        );
+        let mut config = with_tls("device = \"https://droidmesh-device:50051\"").unwrap();
+        config.endpoints.upgrade_defaults_to_https();
+        assert_eq!(config.endpoints.device, "https://droidmesh-device:50051");
+        assert_eq!(config.endpoints.executor, "https://127.0.0.1:50052");
+        // Without TLS, plain endpoints are fine; a half-set [tls] is refused.
+        load("[endpoints]\ndevice = \"http://d:1\"\n").unwrap();
+        let err = load("[tls]\ncert = \"/c.pem\"\n").unwrap_err();
+        assert!(err.contains("tls.key: must be set with tls.cert"), "{err}");
     }
 }

@@ -87,6 +87,32 @@ enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
+    /// Certificates for the `[tls]` section.
+    Tls {
+        #[command(subcommand)]
+        action: TlsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TlsAction {
+    /// Write a private CA (`ca.crt`, `ca.key`; the folder's own if it has one) and a
+    /// certificate it signs (`NAME.crt`, `NAME.key`), good for servers and clients, to try TLS
+    /// and mutual TLS on one machine. Not for production: the keys are not encrypted.
+    DevCerts {
+        /// The folder to write to.
+        dir: PathBuf,
+        /// A DNS name or address the certificate is good for (repeat for several); none:
+        /// localhost, 127.0.0.1 and ::1.
+        #[arg(long = "host", value_name = "NAME")]
+        hosts: Vec<String>,
+        /// The certificate's file name, without extension.
+        #[arg(long, default_value = "tls")]
+        name: String,
+        /// Days the certificates are valid.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,9 +131,18 @@ enum KeysAction {
     },
 }
 
+/// Loads the config and makes its `[tls]` the TLS of every client this process makes.
 fn load(path: Option<PathBuf>) -> Result<Config> {
-    let config = droidmesh_runtime::load_config::<Config>(&ConfigSource::from_process(path))
+    let mut config = droidmesh_runtime::load_config::<Config>(&ConfigSource::from_process(path))
         .context("config is not usable")?;
+    if config.tls.serves() {
+        config.endpoints.upgrade_defaults_to_https();
+    }
+    if config.tls != droidmesh_runtime::tls::TlsConfig::default() {
+        droidmesh_runtime::tls::ClientTls::from_config(&config.tls)
+            .context("config is not usable")?
+            .install();
+    }
     Ok(config)
 }
 
@@ -207,12 +242,13 @@ async fn real_main(cli: Cli) -> Result<()> {
                 );
             }
             for (service, addr) in &mesh.addrs {
-                say!("{:<16} http://{addr}", service.name());
+                say!("{:<16} {}://{addr}", service.name(), mesh.scheme);
             }
             if let Some(h) = &mesh.http {
                 say!(
-                    "{:<16} http://{} (HTTP/JSON and SSE; /openapi.json)",
+                    "{:<16} {}://{} (HTTP/JSON and SSE; /openapi.json)",
                     "gateway-http",
+                    mesh.scheme,
                     h.addr
                 );
             }
@@ -247,6 +283,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                     screenshot_max_side: 0,
                 })
                 .await
+                .map_err(call_failed)
                 .with_context(|| format!("cannot read the state of {serial}"))?
                 .into_inner();
             print_state(&state);
@@ -278,6 +315,41 @@ async fn real_main(cli: Cli) -> Result<()> {
             );
             say!("clients send it as the header `authorization: Bearer <key>`");
         }
+        Command::Tls {
+            action:
+                TlsAction::DevCerts {
+                    dir,
+                    hosts,
+                    name,
+                    days,
+                },
+        } => {
+            let hosts = if hosts.is_empty() {
+                droidmesh_runtime::tls::dev::local_names()
+            } else {
+                hosts
+            };
+            let files = droidmesh_runtime::tls::dev::write_dev_certs(&dir, &name, &hosts, days)
+                .context("cannot write the certificates")?;
+            if files.new_ca {
+                say!(
+                    "wrote a new CA: {} (its key {}: keep it private)",
+                    files.ca.display(),
+                    files.ca_key.display()
+                );
+            } else {
+                say!("signed with the CA in {}", files.ca.display());
+            }
+            say!(
+                "wrote {} and {} for {}, valid {days} days\n\n[tls]\ncert = {:?}\nkey = {:?}\nca = {:?}\nmutual = true",
+                files.cert.display(),
+                files.key.display(),
+                hosts.join(", "),
+                files.cert.display().to_string(),
+                files.key.display().to_string(),
+                files.ca.display().to_string()
+            );
+        }
         Command::Devices { endpoint } => {
             let config = load(cli.config)?;
             let endpoint = endpoint.unwrap_or(config.endpoints.device);
@@ -285,6 +357,7 @@ async fn real_main(cli: Cli) -> Result<()> {
             let devices = client
                 .list_devices(ListDevicesRequest {})
                 .await
+                .map_err(call_failed)
                 .with_context(|| format!("cannot list devices at {endpoint}"))?
                 .into_inner()
                 .devices;
@@ -308,6 +381,19 @@ async fn real_main(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A failed call as the user reads it: the service's answer, or a failed connection in words
+/// (with the transport's own detail after them).
+fn call_failed(status: tonic::Status) -> anyhow::Error {
+    match droidmesh_runtime::peer::transport_failure(&status) {
+        Some(transport) => anyhow::anyhow!(
+            "the service {} ({})",
+            transport.words(),
+            droidmesh_runtime::peer::detail(&status)
+        ),
+        None => anyhow::anyhow!("{status}"),
+    }
 }
 
 fn device_client(

@@ -2,6 +2,7 @@
 //! own port and talking gRPC exactly as when distributed, with simulated devices when asked.
 use anyhow::{Context, Result};
 use droidmesh_runtime::ServeOptions;
+use droidmesh_runtime::tls::{ClientAuth, ServerTls};
 use std::net::SocketAddr;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -125,9 +126,30 @@ pub fn routes(
         ),
     };
     opts.load = std::sync::Arc::new(droidmesh_runtime::LoadState::with_capacity(capacity));
+    opts.tls = ServerTls::grpc(&config.tls, client_auth(service, config))
+        .context("cannot serve TLS (config [tls])")?;
     opts.drain_timeout = std::time::Duration::from_secs(drain);
     opts.drain_notice = std::time::Duration::from_millis(config.listen.drain_notice_ms);
     Ok((routes, opts, gateway))
+}
+
+/// Whether a service's ports ask callers for a certificate: the device service and the agents
+/// with `tls.mutual`; the gateway's public ports check one a caller offers (with a CA to
+/// check it against) and ask for one only with `tls.gateway_client_certs`.
+pub fn client_auth(service: Service, config: &Config) -> ClientAuth {
+    let tls = &config.tls;
+    match service {
+        Service::Gateway if tls.gateway_client_certs => ClientAuth::Required,
+        Service::Gateway if tls.ca.is_some() => ClientAuth::Optional,
+        Service::Gateway => ClientAuth::None,
+        _ if tls.mutual => ClientAuth::Required,
+        _ => ClientAuth::None,
+    }
+}
+
+/// `https` when the config serves TLS, else `http`.
+pub fn scheme(config: &Config) -> &'static str {
+    if config.tls.serves() { "https" } else { "http" }
 }
 
 fn bare_routes(
@@ -251,8 +273,11 @@ impl HttpFace {
         let addr = listener
             .local_addr()
             .context("bound socket has no address")?;
+        let tls = ServerTls::http1(&config.tls, client_auth(Service::Gateway, config))
+            .context("cannot serve the gateway's HTTP face over TLS (config [tls])")?;
         let task = tokio::spawn(droidmesh_gateway::http::serve(
             listener,
+            tls,
             gateway,
             config.gateway_http.clone(),
             std::time::Duration::from_secs(config.listen.drain_secs),
@@ -275,6 +300,8 @@ impl HttpFace {
 /// Every service of the mesh, running in this process.
 pub struct Mesh {
     pub addrs: Vec<(Service, SocketAddr)>,
+    /// `https` when the mesh serves TLS, else `http`.
+    pub scheme: &'static str,
     /// The gateway's HTTP face, unless `[listen] gateway_http` is 0.
     pub http: Option<HttpFace>,
     pub sims: Option<droidmesh_sim::SimFleet>,
@@ -317,8 +344,9 @@ impl Mesh {
                 .context("bound socket has no address")?;
             bound.push((service, listener, local));
         }
+        let scheme = scheme(&config);
         for (service, _, local) in &bound {
-            service.set_endpoint(&mut config, format!("http://{local}"));
+            service.set_endpoint(&mut config, format!("{scheme}://{local}"));
         }
         let (stop, _) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -348,6 +376,7 @@ impl Mesh {
         }
         Ok(Mesh {
             addrs,
+            scheme,
             http,
             sims: fleet,
             gateway_open,
@@ -360,7 +389,7 @@ impl Mesh {
         self.addrs
             .iter()
             .find(|(s, _)| *s == service)
-            .map(|(_, a)| format!("http://{a}"))
+            .map(|(_, a)| format!("{}://{a}", self.scheme))
     }
 
     /// Drains every service, then stops the simulators.

@@ -4,10 +4,11 @@
 //! injection.
 use crate::balance::{Discovery, MeshChannel, Target};
 use crate::error::{Result, RuntimeError};
+use crate::tls::{ClientTls, TlsConnector};
 use crate::trace_context::TraceContextInjector;
 use std::time::Duration;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Endpoint;
+use tonic::transport::{Channel, Endpoint};
 
 /// A channel that injects trace context into every call. Generated clients take it through
 /// `XxxClient::new(channel)`.
@@ -26,6 +27,9 @@ pub struct ClientOptions {
     pub keepalive_timeout: Duration,
     /// How names are resolved and replicas watched when an endpoint needs balancing.
     pub discovery: Discovery,
+    /// How `https://` endpoints are called: by default the process's `[tls]`
+    /// ([`ClientTls::install`]), else the system's roots. `http://` endpoints are plain.
+    pub tls: ClientTls,
 }
 
 impl Default for ClientOptions {
@@ -36,6 +40,7 @@ impl Default for ClientOptions {
             keepalive: Duration::from_secs(5),
             keepalive_timeout: Duration::from_secs(10),
             discovery: Discovery::default(),
+            tls: ClientTls::default(),
         }
     }
 }
@@ -73,7 +78,9 @@ pub fn connect_mesh(endpoints: &str, opts: &ClientOptions) -> Result<MeshChannel
         targets.push(Target::parse(raw)?);
     }
     let channel = match targets.as_slice() {
-        [one] if one.is_literal() => MeshChannel::direct(endpoint(list[0], opts)?.connect_lazy()),
+        [one] if one.is_literal() => {
+            MeshChannel::direct(dial(endpoint(list[0], opts)?, opts, None))
+        }
         _ => {
             let replica_opts = opts.clone();
             MeshChannel::balanced(
@@ -81,9 +88,12 @@ pub fn connect_mesh(endpoints: &str, opts: &ClientOptions) -> Result<MeshChannel
                 targets,
                 opts.discovery.clone(),
                 Box::new(move |addr, target| {
-                    endpoint(&format!("{}://{addr}", target.scheme), &replica_opts)
-                        .ok()
-                        .map(|e| e.connect_lazy())
+                    let ep =
+                        endpoint(&format!("{}://{addr}", target.scheme), &replica_opts).ok()?;
+                    // A replica is reached at an address found for a name: its certificate
+                    // names the name.
+                    let name = target.host.trim_start_matches('[').trim_end_matches(']');
+                    Some(dial(ep, &replica_opts, Some(name.to_owned())))
                 }),
             )
         }
@@ -136,6 +146,17 @@ impl ChannelCache {
     pub fn endpoints(&self) -> Vec<String> {
         let cache = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         cache.iter().map(|(e, _)| e.clone()).collect()
+    }
+}
+
+/// A lazily connected channel to `ep`: over TLS when its scheme is `https` (the server's
+/// certificate checked against `name`, else the configured `tls.server_name`, else the
+/// endpoint's host), else plain HTTP/2.
+fn dial(ep: Endpoint, opts: &ClientOptions, name: Option<String>) -> Channel {
+    if ep.uri().scheme_str() == Some("https") {
+        ep.connect_with_connector_lazy(TlsConnector::new(opts.tls.clone(), name))
+    } else {
+        ep.connect_lazy()
     }
 }
 

@@ -1,7 +1,7 @@
 //! What every droidmesh service repeats: config loading with environment overrides, telemetry
 //! (traces and metrics, OTLP export when configured, a Prometheus admin port), the gRPC server
 //! bootstrap (health, reflection, trace context, RPC metrics, graceful drain) and the gRPC
-//! client stack (timeouts, balancing, trace context).
+//! client stack (timeouts, balancing, trace context), and TLS for both (`[tls]`).
 
 pub mod balance;
 pub mod client;
@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod peer;
 pub mod server;
 pub mod telemetry;
+pub mod tls;
 pub mod trace_context;
 
 pub use client::{ChannelCache, ClientOptions, TracedChannel, connect, connect_mesh, traced};

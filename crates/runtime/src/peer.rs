@@ -21,6 +21,9 @@ pub enum Transport {
     Silent,
     /// The client's own deadline for the call passed before an answer came.
     TimedOut,
+    /// The TLS handshake failed (a certificate refused, on either side), or one side spoke
+    /// TLS and the other cleartext.
+    Tls,
 }
 
 impl Transport {
@@ -31,6 +34,11 @@ impl Transport {
             Self::Broken => "went away mid-step",
             Self::Silent => "stopped answering (it holds its connections open but answers nothing)",
             Self::TimedOut => "did not answer in time",
+            Self::Tls => {
+                "could not be reached over TLS (a certificate was refused, or one side speaks \
+                 TLS and the other not: https:// endpoints call ports that serve TLS; the log \
+                 has the details)"
+            }
         }
     }
 }
@@ -47,6 +55,9 @@ pub fn transport_failure(status: &Status) -> Option<Transport> {
         Code::Unknown | Code::Internal | Code::Unavailable
     ) {
         return None;
+    }
+    if tls_failure(status) {
+        return Some(Transport::Tls);
     }
     let mut source = std::error::Error::source(status)?;
     loop {
@@ -72,6 +83,41 @@ pub fn transport_failure(status: &Status) -> Option<Transport> {
     }
 }
 
+/// The status's message with the chain of its sources, for the log (a TLS failure's reason is
+/// in the sources).
+pub fn detail(status: &Status) -> String {
+    let mut text = status.message().to_owned();
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text
+}
+
+/// Whether the status or its sources tell of a failed TLS handshake (droidmesh's connector
+/// says "TLS handshake"), or of cleartext HTTP/2 that met a TLS port (the TLS alert it gets
+/// back reads as a frame of a wrong size).
+fn tls_failure(status: &Status) -> bool {
+    let says =
+        |text: &str| text.contains("TLS handshake") || text.contains("frame with invalid size");
+    if says(status.message()) {
+        return true;
+    }
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if says(&e.to_string()) {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// The HTTP/2 client preface and an empty SETTINGS frame: any HTTP/2 server answers it at once
 /// with its own SETTINGS.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
@@ -81,24 +127,39 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x0
 /// connection that opens but gets no HTTP/2 answer within `within` is [`Transport::Silent`]
 /// (the process is stopped: the kernel accepts for it, nobody reads); an answer means the
 /// service is there again (restarted, or the network dropped the old connection), also
-/// [`Transport::Broken`]. An endpoint list (client-side balancing) is not probed.
+/// [`Transport::Broken`], unless the endpoint is `http://` and the answer is a TLS alert: then
+/// the port serves TLS ([`Transport::Tls`]). An endpoint list (client-side balancing) is not
+/// probed.
 pub async fn probe(endpoint: &str, within: Duration) -> Transport {
+    let cleartext = !endpoint.trim().starts_with("https://");
     let addr = endpoint
         .trim()
         .trim_start_matches("http://")
         .trim_start_matches("https://")
         .trim_end_matches('/');
-    if addr.is_empty() || addr.contains(',') || endpoint.starts_with("https://") {
+    // A TLS port answers the cleartext preface too: its handshake fails at once and it closes
+    // the connection, which is an answer; a stopped process does neither.
+    if addr.is_empty() || addr.contains(',') {
         return Transport::Broken;
     }
     let answer = async {
         let mut conn = tokio::net::TcpStream::connect(addr).await?;
         conn.write_all(PREFACE).await?;
-        let mut byte = [0u8; 1];
-        conn.read(&mut byte).await
+        let mut head = [0u8; 2];
+        let mut got = 0;
+        while got < head.len() {
+            match conn.read(&mut head[got..]).await? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        Ok::<_, std::io::Error>(head[..got].to_vec())
     };
     match tokio::time::timeout(within, answer).await {
         Err(_) => Transport::Silent,
+        // A TLS alert record (content type 21, version 3.x) where an HTTP/2 endpoint expected
+        // SETTINGS: the port serves TLS and the endpoint says http://.
+        Ok(Ok(head)) if cleartext && head == [0x15, 0x03] => Transport::Tls,
         Ok(_) => Transport::Broken,
     }
 }

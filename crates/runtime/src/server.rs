@@ -3,6 +3,7 @@
 //! RPC, and a graceful drain with a deadline on shutdown.
 use crate::error::{Result, RuntimeError};
 use crate::load::{InFlightLayer, LoadReporter, LoadState};
+use crate::tls::ServerTls;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub struct ServeOptions {
     /// Work in progress, reported by `ReplicaService/GetLoad`; shared so the owner can read it.
     /// Its capacity (see [`LoadState::with_capacity`]) bounds the calls served at once.
     pub load: Arc<LoadState>,
+    /// Serve TLS (and check callers' certificates as it says); `None`: plain HTTP/2.
+    pub tls: Option<ServerTls>,
 }
 
 impl ServeOptions {
@@ -37,6 +40,7 @@ impl ServeOptions {
             drain_timeout: Duration::from_secs(10),
             drain_notice: Duration::ZERO,
             load: Arc::default(),
+            tls: None,
         }
     }
 }
@@ -117,14 +121,20 @@ where
         .add_service(LoadReporter(Arc::clone(&opts.load)).server())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let serving = router.serve_with_incoming_shutdown(
-        TcpIncoming::from(listener).with_nodelay(Some(true)),
-        async {
-            let _ = stop_rx.await;
-        },
-    );
-    tokio::pin!(serving);
-    tracing::info!(service = %opts.name, addr = ?local, "serving");
+    let stopped = async {
+        let _ = stop_rx.await;
+    };
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
+    let mut serving: std::pin::Pin<Box<dyn Future<Output = _> + Send>> = match opts.tls.clone() {
+        Some(tls) => Box::pin(
+            router.serve_with_incoming_shutdown(crate::tls::tls_incoming(listener, tls), stopped),
+        ),
+        None => Box::pin(router.serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            stopped,
+        )),
+    };
+    tracing::info!(service = %opts.name, addr = ?local, scheme, "serving");
 
     tokio::select! {
         result = &mut serving => {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use droidmesh_runtime::tls::ServerTls;
 use http_body_util::BodyExt as _;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -104,11 +105,13 @@ pub struct Face {
     stop: watch::Receiver<bool>,
 }
 
-/// Serves the HTTP face of `gateway` on `listener` until `shutdown` resolves; then stops
+/// Serves the HTTP face of `gateway` on `listener` (over TLS with `tls`, each connection's
+/// handshake within its deadline) until `shutdown` resolves; then stops
 /// accepting, ends event streams (clients resume with `Last-Event-ID`) and gives calls in
 /// progress up to `drain` to finish.
 pub async fn serve<F>(
     listener: TcpListener,
+    tls: Option<ServerTls>,
     gateway: Arc<GatewayService>,
     cfg: HttpConfig,
     drain: Duration,
@@ -128,7 +131,8 @@ where
     let slots = Arc::new(Semaphore::new(face.cfg.max_connections));
     let mut connections = JoinSet::new();
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "gateway HTTP face: serving http://{addr} (/openapi.json)");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        tracing::info!(%addr, "gateway HTTP face: serving {scheme}://{addr} (/openapi.json)");
     }
     tokio::pin!(shutdown);
     loop {
@@ -151,7 +155,18 @@ where
             continue;
         };
         let _ = stream.set_nodelay(true);
-        connections.spawn(connection(face.clone(), stream, peer, stop.clone(), permit));
+        let (face, stop, tls) = (face.clone(), stop.clone(), tls.clone());
+        connections.spawn(async move {
+            let Some(tls) = tls else {
+                return connection(face, stream, peer, stop, permit).await;
+            };
+            match tls.accept(stream).await {
+                Ok(stream) => connection(face, stream, peer, stop, permit).await,
+                Err(e) => {
+                    tracing::info!(%peer, error = %e, "gateway HTTP face: TLS handshake refused")
+                }
+            }
+        });
     }
     let _ = stop_tx.send(true);
     drop(listener);
@@ -171,13 +186,15 @@ where
 }
 
 /// Serves one connection (HTTP/1.1, keep-alive) until it closes or the face stops.
-async fn connection(
+async fn connection<S>(
     face: Arc<Face>,
-    stream: tokio::net::TcpStream,
+    stream: S,
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     _permit: tokio::sync::OwnedSemaphorePermit,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let read_timeout = Duration::from_millis(face.cfg.read_timeout_ms);
     let io = io::StallGuard::new(stream, Duration::from_millis(face.cfg.write_stall_ms));
     let handler = face.clone();

@@ -35,6 +35,7 @@ async fn face(
     let (stop, mut rx) = watch::channel(false);
     let task = tokio::spawn(serve(
         listener,
+        None,
         gateway,
         cfg,
         Duration::from_secs(1),

@@ -45,15 +45,16 @@ impl DeviceLink {
         let Some(mut transport) = transport_failure(status) else {
             return status.message().to_owned();
         };
-        if transport == Transport::Broken
-            && probe(&self.endpoint, PROBE_WITHIN).await == Transport::Silent
-        {
-            transport = Transport::Silent;
+        if transport == Transport::Broken {
+            let found = probe(&self.endpoint, PROBE_WITHIN).await;
+            if matches!(found, Transport::Silent | Transport::Tls) {
+                transport = found;
+            }
         }
         tracing::warn!(
             endpoint = %self.endpoint,
             code = ?status.code(),
-            transport_error = status.message(),
+            transport_error = droidmesh_runtime::peer::detail(status),
             "a call to the device service failed"
         );
         let words = match transport {

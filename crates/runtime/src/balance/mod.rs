@@ -76,11 +76,13 @@ impl Target {
         };
         let uri: http::Uri = with_scheme.parse().map_err(|e| bad(&format!("{e}")))?;
         let scheme = uri.scheme_str().unwrap_or("http").to_owned();
-        if scheme != "http" {
-            return Err(bad("only http:// endpoints are supported"));
+        if scheme != "http" && scheme != "https" {
+            return Err(bad("only http:// and https:// endpoints are supported"));
         }
         let host = uri.host().ok_or_else(|| bad("no host"))?.to_owned();
-        let port = uri.port_u16().unwrap_or(80);
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
         Ok(Target { scheme, host, port })
     }
 
@@ -288,7 +290,9 @@ mod tests {
         assert!(t.is_literal());
         let t = Target::parse("http://[::1]:7").unwrap();
         assert!(t.is_literal(), "{t:?}");
-        let err = Target::parse("https://x:1").unwrap_err().to_string();
-        assert!(err.contains("only http://"), "{err}");
+        let t = Target::parse("https://droidmesh-device").unwrap();
+        assert_eq!((t.scheme.as_str(), t.port), ("https", 443));
+        let err = Target::parse("ftp://x:1").unwrap_err().to_string();
+        assert!(err.contains("only http:// and https://"), "{err}");
     }
 }
