@@ -82,11 +82,16 @@ impl ReplicaState {
     }
 
     /// Records a probe: healthy, and the replica's own count of its work and its capacity
-    /// when it reports them.
+    /// when it reports them. The work beyond this client's own subtracts the larger of this
+    /// client's calls when the probe left and now: a call sent while the probe was under way
+    /// may be in the replica's count, and counting it twice would starve the replica of new
+    /// calls until the next probe (a burst of calls at once showed it); one that ended
+    /// meanwhile only makes the replica look a call lighter.
     pub(crate) fn probed_healthy(&self, reported: Option<(usize, usize)>, local_then: usize) {
         if let Some((work, capacity)) = reported {
+            let local = local_then.max(self.local());
             self.others
-                .store(work.saturating_sub(local_then), Ordering::Relaxed);
+                .store(work.saturating_sub(local), Ordering::Relaxed);
             self.capacity.store(capacity, Ordering::Relaxed);
             // Room may have appeared for a call waiting on this replica.
             self.waker.wake();
