@@ -38,10 +38,22 @@ pub struct OverLimit {
     pub retry_after_secs: u64,
 }
 
-/// A running task's place in its tenant's count; given back when dropped.
+/// A running task's place in its tenant's count; given back when dropped. Until
+/// [`Slot::created`] says the task exists, dropping it also takes back its place in the
+/// minute's count: a request refused after admission (a busy device, a store that failed)
+/// created nothing.
 pub struct Slot {
     tenant: String,
     tenants: Option<Arc<Mutex<HashMap<String, Use>>>>,
+    /// When it was counted in the minute's tasks, until the task is created.
+    counted_at: Option<Instant>,
+}
+
+impl Slot {
+    /// The task now exists: it stays counted among the minute's tasks.
+    pub fn created(&mut self) {
+        self.counted_at = None;
+    }
 }
 
 impl Drop for Slot {
@@ -52,6 +64,11 @@ impl Drop for Slot {
         let mut tenants = tenants.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(u) = tenants.get_mut(&self.tenant) {
             u.running = u.running.saturating_sub(1);
+            if let Some(at) = self.counted_at
+                && let Some(i) = u.started.iter().rposition(|t| *t == at)
+            {
+                u.started.remove(i);
+            }
         }
     }
 }
@@ -71,6 +88,7 @@ impl Quotas {
             return Ok(Slot {
                 tenant: String::new(),
                 tenants: None,
+                counted_at: None,
             });
         }
         let now = Instant::now();
@@ -112,12 +130,14 @@ impl Quotas {
             });
         }
         u.running += 1;
-        if self.per_minute > 0 {
+        let counted_at = (self.per_minute > 0).then(|| {
             u.started.push_back(now);
-        }
+            now
+        });
         Ok(Slot {
             tenant: tenant.to_owned(),
             tenants: Some(self.tenants.clone()),
+            counted_at,
         })
     }
 }
@@ -204,6 +224,27 @@ mod tests {
         q.admit("a").unwrap();
     }
 
+    #[test]
+    fn a_request_refused_after_admission_does_not_count_among_the_minutes_tasks() {
+        let q = Quotas::new(0, 2);
+        // Admitted, then refused (a busy device): its place in the minute is given back.
+        drop(q.admit("a").unwrap());
+        let mut first = q.admit("a").unwrap();
+        first.created();
+        drop(first);
+        let mut second = q.admit("a").unwrap();
+        second.created();
+        let e = q.admit("a").err().unwrap();
+        assert!(
+            e.message.contains("2 tasks in the last minute"),
+            "{}",
+            e.message
+        );
+        // A created task's end does not give back its place in the minute.
+        drop(second);
+        assert!(q.admit("a").is_err());
+    }
+
     #[tokio::test]
     async fn a_tenant_whose_tasks_used_the_days_tokens_waits_for_the_next_day() {
         use droidmesh_proto::v1::{Task, TokenUsage};
@@ -266,8 +307,10 @@ mod tests {
     #[test]
     fn tasks_per_minute_say_when_to_retry() {
         let q = Quotas::new(0, 2);
-        drop(q.admit("a").unwrap());
-        drop(q.admit("a").unwrap());
+        for _ in 0..2 {
+            let mut slot = q.admit("a").unwrap();
+            slot.created();
+        }
         let e = q.admit("a").err().unwrap();
         assert!((59..=60).contains(&e.retry_after_secs), "{e:?}");
         assert!(

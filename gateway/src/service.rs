@@ -194,7 +194,7 @@ impl GatewayService {
         self.tokens
             .check(&caller.tenant, &self.store, now_ms())
             .await?;
-        let slot = self
+        let mut slot = self
             .quotas
             .admit(&caller.tenant)
             .map_err(GatewayError::OverLimit)?;
@@ -232,6 +232,7 @@ impl GatewayService {
                 return Err(e);
             }
         };
+        slot.created();
         runner::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_bytes = req.goal.len(), "task created");
         self.spawn_run(entry.clone(), req, lease, control, caller.devices, slot);

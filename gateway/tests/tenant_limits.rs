@@ -122,6 +122,63 @@ async fn a_tenant_over_its_limits_is_told_when_to_retry() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_request_refused_for_a_busy_device_does_not_use_one_of_the_minutes_tasks() {
+    let Some(shared) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    write_keys(
+        &path,
+        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
+    );
+    let mut cfg = test_config();
+    cfg.auth.keys_file = Some(path);
+    cfg.auth.tasks_per_minute_per_tenant = 1;
+    let stack = stack_with(shared, None, cfg).await;
+    let mut g = stack.gateway.clone();
+    let (busy, free) = (&shared.serials[25], &shared.serials[26]);
+    let theirs = g
+        .submit_task(with_key(GLOBEX, request("slow work", busy)))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    let e = g
+        .submit_task(with_key(ACME, request("answer: one", busy)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    // Nothing was created: the minute's one task is still to be had. Once it has run, it
+    // still counts.
+    let events = collect(
+        g.run_task(with_key(ACME, request("answer: one", free)))
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await;
+    assert!(!events.is_empty());
+    let e = g
+        .submit_task(with_key(ACME, request("answer: two", free)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(
+        e.message().contains("1 tasks in the last minute"),
+        "{}",
+        e.message()
+    );
+    g.cancel_task(with_key(
+        GLOBEX,
+        CancelTaskRequest {
+            task_id: theirs,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_tenant_whose_tasks_used_the_days_model_tokens_is_refused_until_tomorrow() {
     let Some(shared) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
