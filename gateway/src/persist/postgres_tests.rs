@@ -441,3 +441,56 @@ async fn a_replica_whose_task_was_taken_over_stops_its_run() {
         .expect("the run was not stopped");
     assert!(reason.contains("another gateway replica"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_database_of_schema_1_is_migrated_and_keeps_its_tasks_for_the_open_tenant() {
+    use prost::Message as _;
+    let Some(pg) = Pg::start("a_database_of_schema_1_is_migrated") else {
+        return;
+    };
+    // A database as the first droidmesh with PostgreSQL left it, holding one ended task.
+    pg.sql(MIGRATIONS[0]).await;
+    let old = task("old", TaskState::Succeeded);
+    let record: String = old
+        .encode_to_vec()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    pg.sql(&format!(
+        "CREATE TABLE droidmesh_schema (version INTEGER NOT NULL);
+         INSERT INTO droidmesh_schema (version) VALUES (1);
+         INSERT INTO tasks (id, state, owner, created_at_ms, ended_at_ms, record)
+         VALUES ('old', {}, 'gone', 5, 6, '\\x{record}');",
+        old.state
+    ))
+    .await;
+    let store = pg.store("new", MINUTE).await;
+    let page = store.page("", &[], u64::MAX, 10).await.unwrap();
+    assert_eq!(
+        page.into_iter().map(|(_, t)| t.id).collect::<Vec<_>>(),
+        ["old"]
+    );
+    assert!(
+        store
+            .page("acme", &[], u64::MAX, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The columns later schemas added are there, with their defaults for old rows.
+    assert_eq!(store.tokens_since("", 0).await.unwrap(), 0);
+    let (client, conn) = tokio_postgres::connect(&pg.0.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let version: i32 = client
+        .query_one("SELECT max(version) FROM droidmesh_schema", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, i32::try_from(SCHEMA_VERSION).unwrap());
+    // And a new task is written and read as usual.
+    let new = task("new", TaskState::Running);
+    store.create(&new, "new").await.unwrap();
+    assert_eq!(store.task("new").await.unwrap().unwrap().1.id, "new");
+}
