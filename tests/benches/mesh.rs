@@ -201,8 +201,9 @@ async fn main() {
     // `cargo bench -p droidmesh-e2e --bench mesh -- concurrent` runs only the concurrent-task
     // figures.
     if std::env::args().any(|a| a == "store") {
-        // DROIDMESH_BENCH_TASKS: tasks per client (20), more for a longer run to profile.
-        let per_client = std::env::var("DROIDMESH_BENCH_TASKS")
+        // MESH_BENCH_TASKS: tasks per client (20), more for a longer run to profile (not a
+        // DROIDMESH_ variable: the services it starts would read that as a config override).
+        let per_client = std::env::var("MESH_BENCH_TASKS")
             .ok()
             .and_then(|n| n.parse().ok())
             .unwrap_or(20);
