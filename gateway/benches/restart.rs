@@ -69,6 +69,7 @@ async fn fill(path: &std::path::Path, n: usize) {
         }
         batch.push(TaskWrite {
             task: t,
+            ord: None,
             events,
             lease: None,
             ended_at_ms: ended.then_some(1_000 + i as i64),

@@ -287,6 +287,7 @@ impl TaskEntry {
             .collect();
         let write = TaskWrite {
             task: d.task.clone(),
+            ord: Some(self.ord),
             events,
             lease: d.lease.clone(),
             ended_at_ms: d.ended_at_ms,

@@ -40,10 +40,39 @@ pub(crate) fn event(seq: u64) -> StoredEvent {
 pub(crate) fn write(task: Task, events: Vec<StoredEvent>, ended_at_ms: Option<i64>) -> TaskWrite {
     TaskWrite {
         task,
+        ord: None,
         events,
         lease: None,
         ended_at_ms,
     }
+}
+
+/// A write as the gateway's writer makes it: knowing the task's creation order.
+pub(crate) async fn a_write_that_knows_the_creation_order_finds_its_task(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    let mut t = task("t1", TaskState::Running);
+    let ord = store.create(&t, "me").await.unwrap();
+    let other = store
+        .create(&task("t2", TaskState::Running), "me")
+        .await
+        .unwrap();
+    t.last_seq = 2;
+    t.first_seq = 1;
+    t.steps = 7;
+    let mut w = write(t, (1..=2).map(event).collect(), None);
+    w.ord = Some(ord);
+    store.write("me", vec![w]).await.unwrap();
+    assert_eq!(store.task("t1").await.unwrap().unwrap().1.steps, 7);
+    assert_eq!(seqs(store.events("t1", 1, 100).await.unwrap()), [1, 2]);
+    // The other task is untouched.
+    assert_eq!(store.task("t2").await.unwrap().unwrap().1.steps, 0);
+    assert!(store.events("t2", 1, 100).await.unwrap().is_empty());
+    // A task forgotten meanwhile is skipped, events and all.
+    let mut gone = write(task("t3", TaskState::Running), vec![event(1)], None);
+    gone.ord = Some(other + 1_000);
+    store.write("me", vec![gone]).await.unwrap();
+    assert!(store.task("t3").await.unwrap().is_none());
+    assert_eq!(store.count().await.unwrap(), 2);
 }
 
 fn seqs(evs: Vec<TaskEvent>) -> Vec<u64> {

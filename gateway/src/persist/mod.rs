@@ -30,6 +30,9 @@ pub struct StoredEvent {
 #[derive(Debug, Clone)]
 pub struct TaskWrite {
     pub task: Task,
+    /// The task's creation order in the store, when the writer knows it (a backend may find
+    /// the row by it rather than by id).
+    pub ord: Option<u64>,
     /// Seqs follow those already written, without gaps, except that the oldest may have been
     /// dropped from the log (they are then below `task.first_seq`, and are dropped here too).
     pub events: Vec<StoredEvent>,

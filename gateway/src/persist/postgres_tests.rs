@@ -55,6 +55,7 @@ macro_rules! conformance {
 }
 
 conformance!(
+    a_write_that_knows_the_creation_order_finds_its_task,
     events_are_kept_from_the_logs_first_seq_and_read_in_order,
     pages_run_newest_first_and_filter_by_state,
     pages_hold_only_the_tasks_of_one_tenant,

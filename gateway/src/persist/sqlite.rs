@@ -3,7 +3,8 @@
 //! (`locking_mode = EXCLUSIVE`). Its schema version is SQLite's `user_version`; a file written
 //! by a newer droidmesh is refused rather than read wrongly.
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
 
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
 use prost::Message as _;
@@ -51,7 +52,46 @@ const PRUNE_BATCH: i64 = 1_000;
 
 pub struct SqliteStore {
     path: PathBuf,
-    conn: Arc<Mutex<Connection>>,
+    /// The connection's thread takes its work from here; `None` once dropped.
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Work for the connection's thread.
+enum Job {
+    /// Run as it comes (reads; a prune, in its own transaction).
+    Now(Box<dyn FnOnce(&mut Connection) + Send>),
+    /// Run with the others waiting then, in one transaction; answered once it commits.
+    Grouped(Grouped),
+}
+
+type Answer = Result<Box<dyn std::any::Any + Send>, StoreError>;
+
+/// A write run in a transaction it shares with the writes queued beside it (group commit:
+/// one commit, one wake of the thread, for all of them). It may be run a second time on its
+/// own when another of its group failed.
+struct Grouped {
+    run: Box<dyn Fn(&Connection) -> Answer + Send>,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// Most writes committed together.
+const MAX_GROUP: usize = 256;
+/// Work queued for the connection's thread at most; callers wait beyond it.
+const MAX_QUEUED: usize = 1_024;
+/// WAL pages between two checkpoints (SQLite's default is 1000): fewer checkpoints write a
+/// task's hot pages to the database file fewer times. The WAL file grows to about 16 MiB.
+const WAL_AUTOCHECKPOINT: u32 = 4_000;
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // The thread ends once its queue is closed and empty; joined so that the file is
+        // released (its exclusive lock) when the store is gone.
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl SqliteStore {
@@ -115,29 +155,135 @@ impl SqliteStore {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(damaged)?;
         tx.commit().map_err(damaged)?;
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)
+            .map_err(damaged)?;
+        let (jobs, queue) = mpsc::channel(MAX_QUEUED);
+        let name = format!("sqlite {shown}");
+        let thread = std::thread::Builder::new()
+            .name("droidmesh-sqlite".into())
+            .spawn(move || serve(conn, queue, &name))
+            .map_err(|e| unusable(format!("cannot start its thread: {e}")))?;
         Ok(Self {
             path: path.to_owned(),
-            conn: Arc::new(Mutex::new(conn)),
+            jobs: Some(jobs),
+            thread: Some(thread),
         })
     }
 
-    /// Runs `f` on the connection in a blocking thread.
+    fn gone(&self) -> StoreError {
+        StoreError::Failed {
+            store: self.describe(),
+            message: "the store's thread has stopped".into(),
+        }
+    }
+
+    async fn send(&self, job: Job) -> Result<(), StoreError> {
+        match &self.jobs {
+            Some(jobs) => jobs.send(job).await.map_err(|_| self.gone()),
+            None => Err(self.gone()),
+        }
+    }
+
+    /// Runs `f` on the connection's thread as it comes.
     async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
-        let name = self.describe();
-        tokio::task::spawn_blocking(move || {
-            let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut c)
-        })
-        .await
-        .map_err(|e| StoreError::Failed {
-            store: name,
-            message: format!("the store's worker thread failed: {e}"),
-        })?
+        let (reply, answer) = oneshot::channel();
+        self.send(Job::Now(Box::new(move |c| {
+            let _ = reply.send(f(c));
+        })))
+        .await?;
+        answer.await.map_err(|_| self.gone())?
     }
+
+    /// Runs `f` on the connection's thread in a transaction with the writes queued beside
+    /// it; returns once that transaction has committed.
+    async fn commit<T: Send + 'static>(
+        &self,
+        f: impl Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let run = Box::new(move |c: &Connection| {
+            f(c).map(|v| Box::new(v) as Box<dyn std::any::Any + Send>)
+        });
+        self.send(Job::Grouped(Grouped { run, reply })).await?;
+        let value = answer.await.map_err(|_| self.gone())??;
+        value
+            .downcast::<T>()
+            .map(|v| *v)
+            .map_err(|_| StoreError::Failed {
+                store: self.describe(),
+                message: "a write's answer had the wrong type".into(),
+            })
+    }
+}
+
+/// The connection's thread: takes the jobs queued, runs the immediate ones as they come and
+/// the writes together in one transaction, until the store is dropped.
+fn serve(mut conn: Connection, mut queue: mpsc::Receiver<Job>, name: &str) {
+    while let Some(first) = queue.blocking_recv() {
+        let mut group = Vec::new();
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Now(f) => f(&mut conn),
+                Job::Grouped(g) => group.push(g),
+            }
+            if group.len() < MAX_GROUP {
+                next = queue.try_recv().ok();
+            }
+        }
+        if !group.is_empty() {
+            commit_group(&mut conn, name, group);
+        }
+    }
+}
+
+/// Commits the writes of `group` together; if one of them fails, each is run again in a
+/// transaction of its own, so that one write's failure is not the others'.
+fn commit_group(conn: &mut Connection, name: &str, group: Vec<Grouped>) {
+    if group.len() > 1 {
+        match in_transaction(conn, name, |c| {
+            group
+                .iter()
+                .map(|g| (g.run)(c))
+                .collect::<Result<Vec<_>, _>>()
+        }) {
+            Ok(answers) => {
+                for (g, answer) in group.into_iter().zip(answers) {
+                    let _ = g.reply.send(Ok(answer));
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, writes = group.len(), "a grouped write failed; each is tried on its own");
+            }
+        }
+    }
+    for g in group {
+        let answer = in_transaction(conn, name, |c| (g.run)(c));
+        let _ = g.reply.send(answer);
+    }
+}
+
+/// Runs `f` between BEGIN and COMMIT (statements prepared once), rolled back if it fails.
+fn in_transaction<T>(
+    conn: &mut Connection,
+    name: &str,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let err = failed(name);
+    let exec = |c: &Connection, sql: &str| {
+        c.prepare_cached(sql)
+            .and_then(|mut s| s.execute([]).map(drop))
+    };
+    exec(conn, "BEGIN").map_err(&err)?;
+    let done = f(conn).and_then(|v| exec(conn, "COMMIT").map(|()| v).map_err(&err));
+    if done.is_err() && !conn.is_autocommit() {
+        let _ = exec(conn, "ROLLBACK");
+    }
+    done
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -179,14 +325,15 @@ impl TaskStore for SqliteStore {
             task.encode_to_vec(),
         );
         let owner = owner.to_owned();
-        self.run(move |c| {
-            c.query_row(
+        self.commit(move |c| {
+            // `ord` is the rowid: read back without a RETURNING clause (which SQLite runs
+            // through a temporary table).
+            c.prepare_cached(
                 "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING ord",
-                params![id, state, owner, created, record, tenant],
-                |r| r.get::<_, i64>(0),
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
-            .map(uint)
+            .and_then(|mut s| s.execute(params![id, state, owner, created, record, tenant]))
+            .map(|_| uint(c.last_insert_rowid()))
             .map_err(failed(&name))
         })
         .await
@@ -194,14 +341,21 @@ impl TaskStore for SqliteStore {
 
     async fn write(&self, _owner: &str, batch: Vec<TaskWrite>) -> Result<Vec<String>, StoreError> {
         let name = self.describe();
-        self.run(move |c| {
+        self.commit(move |tx| {
             let err = failed(&name);
-            let tx = c.transaction().map_err(&err)?;
             {
                 let mut record = tx
                     .prepare_cached(
                         "UPDATE tasks SET state = ?2, ended_at_ms = ?3, lease_serial = ?4,
                          lease_id = ?5, record = ?6, tokens = ?7 WHERE id = ?1 RETURNING ord",
+                    )
+                    .map_err(&err)?;
+                // The same by creation order, the rowid: no index to search, nothing to
+                // return.
+                let mut record_at = tx
+                    .prepare_cached(
+                        "UPDATE tasks SET state = ?2, ended_at_ms = ?3, lease_serial = ?4,
+                         lease_id = ?5, record = ?6, tokens = ?7 WHERE ord = ?1",
                     )
                     .map_err(&err)?;
                 let mut event = tx
@@ -214,21 +368,42 @@ impl TaskStore for SqliteStore {
                     .map_err(&err)?;
                 for w in &batch {
                     let lease = w.lease.as_ref();
-                    let ord: Option<i64> = record
-                        .query_row(
-                            params![
-                                w.task.id,
-                                w.task.state,
-                                w.ended_at_ms,
-                                lease.map(|l| l.serial.as_str()),
-                                lease.map(|l| l.lease_id.as_str()),
-                                w.task.encode_to_vec(),
-                                int(tokens_of(&w.task)),
-                            ],
-                            |r| r.get(0),
-                        )
-                        .optional()
-                        .map_err(&err)?;
+                    let (serial, lease_id) = (
+                        lease.map(|l| l.serial.as_str()),
+                        lease.map(|l| l.lease_id.as_str()),
+                    );
+                    let (blob, tokens) = (w.task.encode_to_vec(), int(tokens_of(&w.task)));
+                    let ord: Option<i64> = match w.ord {
+                        Some(ord) => {
+                            let changed = record_at
+                                .execute(params![
+                                    int(ord),
+                                    w.task.state,
+                                    w.ended_at_ms,
+                                    serial,
+                                    lease_id,
+                                    blob,
+                                    tokens,
+                                ])
+                                .map_err(&err)?;
+                            (changed > 0).then_some(int(ord))
+                        }
+                        None => record
+                            .query_row(
+                                params![
+                                    w.task.id,
+                                    w.task.state,
+                                    w.ended_at_ms,
+                                    serial,
+                                    lease_id,
+                                    blob,
+                                    tokens,
+                                ],
+                                |r| r.get(0),
+                            )
+                            .optional()
+                            .map_err(&err)?,
+                    };
                     // Forgotten by retention meanwhile: nothing to add to.
                     let Some(ord) = ord else { continue };
                     for ev in w.events.iter().filter(|e| e.seq >= w.task.first_seq) {
@@ -242,7 +417,6 @@ impl TaskStore for SqliteStore {
                     }
                 }
             }
-            tx.commit().map_err(&err)?;
             Ok(Vec::new())
         })
         .await

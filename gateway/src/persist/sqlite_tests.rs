@@ -34,6 +34,11 @@ fn refusal(path: &Path) -> String {
 }
 
 #[tokio::test]
+async fn a_write_that_knows_the_creation_order_finds_its_task() {
+    conformance::a_write_that_knows_the_creation_order_finds_its_task(&Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn events_are_kept_from_the_logs_first_seq_and_read_in_order() {
     conformance::events_are_kept_from_the_logs_first_seq_and_read_in_order(&Sqlite::new()).await;
 }
@@ -118,4 +123,62 @@ async fn a_store_of_schema_1_keeps_its_tasks_for_the_open_tenant() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn writes_queued_together_commit_together_and_one_that_fails_fails_alone() {
+    use droidmesh_proto::v1::TaskState;
+    let s = Sqlite::new();
+    let store = std::sync::Arc::new(SqliteStore::open(&s.path()).unwrap());
+    let first = conformance::task("first", TaskState::Running);
+    store.create(&first, "me").await.unwrap();
+    // Holds the connection's thread while the next writes queue up behind it, so they run
+    // as one group.
+    let (held, hold) = std::sync::mpsc::channel::<()>();
+    let busy = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .run(move |_| {
+                    let _ = hold.recv_timeout(std::time::Duration::from_secs(10));
+                    Ok(())
+                })
+                .await
+        })
+    };
+    let writes: Vec<_> = ["a", "first", "b"]
+        .into_iter()
+        .map(|id| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .create(&conformance::task(id, TaskState::Pending), "me")
+                    .await
+            })
+        })
+        .collect();
+    // Every write is queued before the thread is let go.
+    let queued = || MAX_QUEUED - store.jobs.as_ref().unwrap().capacity();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while queued() < 3 {
+        assert!(std::time::Instant::now() < deadline, "{} queued", queued());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    held.send(()).unwrap();
+    busy.await.unwrap().unwrap();
+    let mut answers = Vec::new();
+    for w in writes {
+        answers.push(w.await.unwrap());
+    }
+    assert!(answers[0].is_ok(), "{answers:?}");
+    let dup = answers[1].as_ref().unwrap_err().to_string();
+    assert!(dup.contains("UNIQUE"), "{dup}");
+    assert!(answers[2].is_ok(), "{answers:?}");
+    for id in ["a", "b", "first"] {
+        assert!(
+            store.task(id).await.unwrap().is_some(),
+            "{id} is not stored"
+        );
+    }
+    assert_eq!(store.count().await.unwrap(), 3);
 }
