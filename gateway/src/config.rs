@@ -82,6 +82,10 @@ pub struct GatewayConfig {
     /// long is taken for stopped, and another ends the tasks it ran and gives their leases
     /// back. Heartbeats are renewed every fifth of it.
     pub replica_timeout_ms: u64,
+    /// With a PostgreSQL store whose URL says `sslmode=require`: PEM CA certificates that
+    /// sign the server's certificate (unset: the system's roots). The server's host name is
+    /// checked too. Without `sslmode=require` the connection is cleartext.
+    pub store_ca: Option<std::path::PathBuf>,
     /// The directory of the embedded store; unset: `$XDG_DATA_HOME/droidmesh`, else
     /// `~/.local/share/droidmesh`.
     pub data_dir: Option<std::path::PathBuf>,
@@ -138,6 +142,7 @@ impl Default for GatewayConfig {
             agent_wait_ms: 60_000,
             store: "sqlite".into(),
             replica_timeout_ms: 15_000,
+            store_ca: None,
             data_dir: None,
             auth: crate::auth::AuthConfig::default(),
         }

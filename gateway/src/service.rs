@@ -86,9 +86,13 @@ impl GatewayService {
             StoreAt::Postgres(url) => {
                 let owner = owner();
                 let timeout = std::time::Duration::from_millis(cfg.replica_timeout_ms);
-                let backend =
-                    crate::persist::postgres::PostgresStore::open_blocking(&url.0, &owner, timeout)
-                        .map_err(|e| e.to_string())?;
+                let backend = crate::persist::postgres::PostgresStore::open_blocking(
+                    &url.0,
+                    &owner,
+                    timeout,
+                    cfg.store_ca.as_deref(),
+                )
+                .map_err(|e| e.to_string())?;
                 durable(
                     &deps.device,
                     retention,

@@ -6,6 +6,7 @@
 pub mod persister;
 pub mod pg_pool;
 pub mod pg_testkit;
+pub mod pg_tls;
 pub mod postgres;
 pub mod sqlite;
 

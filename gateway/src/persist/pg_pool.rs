@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{Client, NoTls, Statement};
 
+use super::pg_tls::MakeRustls;
+
 /// Connections to the database, at most.
 pub const POOL_SIZE: usize = 8;
 /// Longest wait for a free connection.
@@ -92,6 +94,8 @@ impl Conn {
 
 pub struct Pool {
     config: tokio_postgres::Config,
+    /// Connections go over TLS (the URL said `sslmode=require`).
+    tls: Option<MakeRustls>,
     idle: Mutex<Vec<Conn>>,
     permits: Arc<Semaphore>,
 }
@@ -139,7 +143,9 @@ pub enum PoolError {
 }
 
 impl Pool {
-    pub fn new(mut config: tokio_postgres::Config) -> Self {
+    /// A pool of connections made as `config` says, over TLS with `tls` (see
+    /// [`super::pg_tls`]).
+    pub fn new(mut config: tokio_postgres::Config, tls: Option<MakeRustls>) -> Self {
         config
             .connect_timeout(CONNECT_TIMEOUT)
             .keepalives(true)
@@ -151,6 +157,7 @@ impl Pool {
         }
         Self {
             config,
+            tls,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(POOL_SIZE)),
         }
@@ -189,19 +196,46 @@ impl Pool {
 
     /// A new connection, its I/O driven by a task of the current runtime until it closes.
     pub async fn connect(&self) -> Result<Client, PoolError> {
-        let (client, connection) = tokio::time::timeout(
-            CONNECT_TIMEOUT + Duration::from_secs(1),
-            self.config.connect(NoTls),
-        )
-        .await
-        .map_err(|_| PoolError::ConnectTimeout)?
-        .map_err(PoolError::Connect)?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a task store connection closed");
+        let within = CONNECT_TIMEOUT + Duration::from_secs(1);
+        let timed_out = |_| PoolError::ConnectTimeout;
+        let client = match &self.tls {
+            Some(tls) => {
+                let (client, connection) =
+                    tokio::time::timeout(within, self.config.connect(tls.clone()))
+                        .await
+                        .map_err(timed_out)?
+                        .map_err(PoolError::Connect)?;
+                drive(connection);
+                client
             }
-        });
+            None => {
+                let (client, connection) = tokio::time::timeout(within, self.config.connect(NoTls))
+                    .await
+                    .map_err(timed_out)?
+                    .map_err(PoolError::Connect)?;
+                drive(connection);
+                client
+            }
+        };
         Ok(client)
+    }
+}
+
+/// Drives a connection's I/O on a task of its own until it closes.
+fn drive(
+    connection: impl std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "a task store connection closed");
+        }
+    });
+}
+
+impl Pool {
+    /// Whether connections are made over TLS.
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
     }
 }
 

@@ -71,6 +71,7 @@ pub struct PgServer {
     run_as: Option<String>,
     options: String,
     running: bool,
+    tls: bool,
 }
 
 impl PgServer {
@@ -81,6 +82,21 @@ impl PgServer {
 
     /// [`PgServer::start`], with `fsync` as a production server has it when `durable`.
     pub fn start_with(durable: bool) -> Result<Self, String> {
+        Self::start_opts(durable, false)
+    }
+
+    /// [`PgServer::start`], serving TLS too (`ssl = on`) with a certificate for 127.0.0.1
+    /// signed by a CA of its own, whose certificate is at [`PgServer::ca`].
+    pub fn start_tls() -> Result<Self, String> {
+        Self::start_opts(false, true)
+    }
+
+    /// The CA certificate (PEM) that signs a TLS server's certificate.
+    pub fn ca(&self) -> Option<PathBuf> {
+        self.tls.then(|| self.dir.join("tls").join("ca.crt"))
+    }
+
+    fn start_opts(durable: bool, tls: bool) -> Result<Self, String> {
         let bin = bin_dir().ok_or("PostgreSQL's initdb and pg_ctl are not installed")?;
         let dir = std::env::temp_dir().join(format!(
             "droidmesh-pg-{}-{}",
@@ -97,6 +113,7 @@ impl PgServer {
             run_as: None,
             options: String::new(),
             running: false,
+            tls,
         };
         if root {
             let user = ["postgres", "nobody"]
@@ -133,12 +150,36 @@ impl PgServer {
             ],
         )?;
         let fsync = if durable { "on" } else { "off" };
+        let ssl = if tls {
+            let dir = server.dir.join("tls");
+            let files = droidmesh_runtime::tls::dev::write_dev_certs(
+                &dir,
+                "server",
+                &["127.0.0.1".to_owned(), "localhost".to_owned()],
+                1,
+            )
+            .map_err(|e| format!("cannot make the server's certificate: {e}"))?;
+            // PostgreSQL reads its key as its own user and refuses one others can read.
+            if let Some(user) = &server.run_as {
+                let (uid, gid) = (id_of(user, "-u"), id_of(user, "-g"));
+                for p in [&dir, &files.cert, &files.key] {
+                    std::os::unix::fs::chown(p, uid, gid).map_err(|e| e.to_string())?;
+                }
+            }
+            format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                files.cert.display(),
+                files.key.display()
+            )
+        } else {
+            String::new()
+        };
         // A port found free may be taken before the server binds it: a few tries.
         let mut last = String::new();
         for _ in 0..5 {
             server.port = free_port();
             server.options = format!(
-                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync={fsync} -c max_connections=60 -c shared_buffers=16MB",
+                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync={fsync} -c max_connections=60 -c shared_buffers=16MB{ssl}",
                 server.port,
                 server.dir.join("sock").display()
             );

@@ -13,6 +13,7 @@ use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
 use prost::Message as _;
 
 use super::pg_pool::{Conn, Pool, pg_error, redact_url};
+use super::pg_tls::MakeRustls;
 use super::{
     Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
     tokens_of,
@@ -162,6 +163,17 @@ impl PostgresStore {
         owner: &str,
         replica_timeout: Duration,
     ) -> Result<Self, StoreError> {
+        Self::open_with(url, owner, replica_timeout, None).await
+    }
+
+    /// [`PostgresStore::open`]; with `sslmode=require` in the URL, over TLS, the server's
+    /// certificate checked against the CA certificates in `ca` (else the system's roots).
+    pub async fn open_with(
+        url: &str,
+        owner: &str,
+        replica_timeout: Duration,
+        ca: Option<&std::path::Path>,
+    ) -> Result<Self, StoreError> {
         let shown = redact_url(url);
         let unusable = |why: String| StoreError::Unusable(format!("task store {shown}: {why}"));
         let config: tokio_postgres::Config = url.trim().parse().map_err(|e| {
@@ -169,14 +181,27 @@ impl PostgresStore {
                 "it is not a PostgreSQL URL ({e}); write postgres://USER:PASSWORD@HOST:PORT/DATABASE"
             ))
         })?;
+        let tls = match config.get_ssl_mode() {
+            tokio_postgres::config::SslMode::Require => Some(
+                droidmesh_runtime::tls::client_config_for("gateway.store_ca", ca, &[])
+                    .map(MakeRustls)
+                    .map_err(|e| unusable(e.to_string()))?,
+            ),
+            _ => None,
+        };
         let store = Self {
             shown: shown.clone(),
-            pool: Pool::new(config),
+            pool: Pool::new(config, tls),
             replica_timeout,
         };
         let mut client = store.pool.connect().await.map_err(|e| {
+            let hint = if store.pool.tls() && e.to_string().contains("certificate") {
+                "; gateway.store_ca names the CA that signed the server's certificate"
+            } else {
+                ""
+            };
             unusable(format!(
-                "{e}; check that PostgreSQL runs there and lets this user in, or point \
+                "{e}{hint}; check that PostgreSQL runs there and lets this user in, or point \
                  gateway.store elsewhere"
             ))
         })?;
@@ -238,6 +263,7 @@ impl PostgresStore {
         url: &str,
         owner: &str,
         replica_timeout: Duration,
+        ca: Option<&std::path::Path>,
     ) -> Result<Self, StoreError> {
         let shown = redact_url(url);
         std::thread::scope(|s| {
@@ -250,7 +276,7 @@ impl PostgresStore {
                             "task store {shown}: cannot start a runtime to open it: {e}"
                         ))
                     })?
-                    .block_on(Self::open(url, owner, replica_timeout))
+                    .block_on(Self::open_with(url, owner, replica_timeout, ca))
             })
             .join()
             .unwrap_or_else(|_| {

@@ -211,7 +211,7 @@ async fn an_unreachable_database_is_refused_naming_it_without_the_password() {
         .port();
     let url = format!("postgresql://droidmesh:hunter2@127.0.0.1:{port}/tasks");
     // As the gateway opens it: from synchronous code inside the runtime.
-    let e = match PostgresStore::open_blocking(&url, "me", MINUTE) {
+    let e = match PostgresStore::open_blocking(&url, "me", MINUTE, None) {
         Ok(_) => panic!("nothing listens on {port}, yet the store opened"),
         Err(e) => e.to_string(),
     };
@@ -494,4 +494,64 @@ async fn a_database_of_schema_1_is_migrated_and_keeps_its_tasks_for_the_open_ten
     let new = task("new", TaskState::Running);
     store.create(&new, "new").await.unwrap();
     assert_eq!(store.task("new").await.unwrap().unwrap().1.id, "new");
+}
+
+#[tokio::test]
+async fn sslmode_require_goes_over_tls_checking_the_servers_certificate() {
+    if !require_postgres("sslmode_require_goes_over_tls") {
+        return;
+    }
+    let pg = PgServer::start_tls().unwrap();
+    let ca = pg.ca().unwrap();
+    let url = format!("{}?sslmode=require", pg.url());
+    let store = PostgresStore::open_with(&url, "me", MINUTE, Some(&ca))
+        .await
+        .unwrap();
+    store
+        .create(&task("t1", TaskState::Running), "me")
+        .await
+        .unwrap();
+    assert_eq!(store.task("t1").await.unwrap().unwrap().1.id, "t1");
+    // The server says the session is encrypted.
+    let mut lent = store.pool.get().await.unwrap();
+    let conn = lent.take().unwrap();
+    let row = conn
+        .client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "the connection is not encrypted");
+    lent.put_back(conn);
+    drop(lent);
+
+    // A certificate from a CA not given (the system's roots do not hold it) is refused,
+    // naming the setting that fixes it, and the password is never shown.
+    let e = match PostgresStore::open_with(&url, "me", MINUTE, None).await {
+        Ok(_) => panic!("a certificate no CA vouches for was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("certificate"), "{e}");
+    assert!(e.contains("gateway.store_ca"), "{e}");
+    assert!(!e.contains(PASSWORD), "{e}");
+
+    // Without sslmode=require the store connects in cleartext, as before.
+    let plain = PostgresStore::open(&pg.url(), "me", MINUTE).await.unwrap();
+    assert!(!plain.pool.tls());
+}
+
+#[tokio::test]
+async fn sslmode_require_against_a_server_without_tls_is_refused() {
+    let Some(pg) = Pg::start("sslmode_require_against_a_server_without_tls") else {
+        return;
+    };
+    let url = format!("{}?sslmode=require", pg.0.url());
+    let e = match PostgresStore::open_with(&url, "me", MINUTE, None).await {
+        Ok(_) => panic!("a cleartext server was accepted with sslmode=require"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.to_lowercase().contains("tls"), "{e}");
+    assert!(!e.contains(PASSWORD), "{e}");
 }

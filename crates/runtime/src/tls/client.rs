@@ -124,6 +124,39 @@ fn build(material: &Material) -> Result<ClientConfig, TlsError> {
     Ok(config)
 }
 
+/// A client config for something other than droidmesh's own ports (a database, say):
+/// servers checked against the CA certificates in `ca` (else the system's roots), no
+/// certificate presented, the protocols `alpn` offered. Read once, not again when the file
+/// changes.
+pub fn client_config_for(
+    field: &str,
+    ca: Option<&std::path::Path>,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, TlsError> {
+    let roots = match ca {
+        Some(path) => {
+            let mut store = RootCertStore::empty();
+            for c in super::read_certs(field, path)? {
+                store.add(c).map_err(|e| {
+                    TlsError(format!(
+                        "{field} {}: a certificate is not a usable CA: {e}",
+                        path.display()
+                    ))
+                })?;
+            }
+            Arc::new(store)
+        }
+        None => system_roots()?,
+    };
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError(format!("tls: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
 /// The system's CA certificates, read once.
 fn system_roots() -> Result<Arc<RootCertStore>, TlsError> {
     static ROOTS: OnceLock<Result<Arc<RootCertStore>, String>> = OnceLock::new();

@@ -11,7 +11,7 @@ mod client;
 pub mod dev;
 mod server;
 
-pub use client::{ClientTls, TlsConnector};
+pub use client::{ClientTls, TlsConnector, client_config_for};
 pub use server::{ClientAuth, ServerTls, tls_incoming};
 
 use rustls::RootCertStore;
