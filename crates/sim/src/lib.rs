@@ -81,12 +81,55 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub struct SimDevice {
     pub addr: SocketAddr,
     pub state: Arc<Mutex<Device>>,
+    streams: Arc<StreamLog>,
+}
+
+/// Services of recent streams kept.
+pub const SERVICES_KEPT: usize = 64;
+
+/// The streams hosts opened on a device (every OPEN served: each shell command, exec, sync
+/// session), for counting a client's exchanges. Kept apart from the device state, whose lock
+/// a running shell may hold for long.
+#[derive(Debug, Default)]
+pub struct StreamLog {
+    opened: std::sync::atomic::AtomicU64,
+    /// The services of the last [`SERVICES_KEPT`] streams, oldest first.
+    recent: Mutex<std::collections::VecDeque<String>>,
+}
+
+impl StreamLog {
+    fn record(&self, service: &str) {
+        self.opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() >= SERVICES_KEPT {
+            recent.pop_front();
+        }
+        // A service line can be long (a script); what is kept of it is bounded.
+        recent.push_back(service.chars().take(200).collect());
+    }
 }
 
 impl SimDevice {
     /// Runs a shell command on the device directly (no ADB), as `adb shell` would.
     pub fn shell(&self, command: &str) -> shell::Output {
         shell::run(&self.state, command)
+    }
+
+    /// Streams hosts have opened on the device so far (each a round trip at least: one
+    /// command, one sync session), and the services of the most recent ones.
+    pub fn streams_opened(&self) -> (u64, Vec<String>) {
+        let recent = self
+            .streams
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        (
+            self.streams
+                .opened
+                .load(std::sync::atomic::Ordering::Relaxed),
+            recent.iter().cloned().collect(),
+        )
     }
 }
 
@@ -176,8 +219,18 @@ pub async fn start(opts: SimOptions) -> Result<SimFleet, SimError> {
             .map_err(|source| SimError::Bind { addr, source })?;
         let serial = format!("droidmesh-sim-{}", addr.port());
         let state = Arc::new(Mutex::new(Device::new(apps.clone(), &serial)));
-        let task = tokio::spawn(accept_loop(listener, state.clone(), fleet.stop.subscribe()));
-        fleet.devices.push(SimDevice { addr, state });
+        let streams = Arc::new(StreamLog::default());
+        let task = tokio::spawn(accept_loop(
+            listener,
+            state.clone(),
+            streams.clone(),
+            fleet.stop.subscribe(),
+        ));
+        fleet.devices.push(SimDevice {
+            addr,
+            state,
+            streams,
+        });
         fleet.tasks.push(task);
     }
     Ok(fleet)
@@ -186,6 +239,7 @@ pub async fn start(opts: SimOptions) -> Result<SimFleet, SimError> {
 async fn accept_loop(
     listener: TcpListener,
     state: Arc<Mutex<Device>>,
+    streams: Arc<StreamLog>,
     mut stop: watch::Receiver<bool>,
 ) {
     let banner = banner();
@@ -199,7 +253,7 @@ async fn accept_loop(
                         tracing::warn!(%peer, "refused a connection: {MAX_CONNECTIONS} are open on this device");
                         continue;
                     }
-                    conns.push(tokio::spawn(conn::serve(stream, state.clone(), banner.clone(), stop.clone())));
+                    conns.push(tokio::spawn(conn::serve(stream, state.clone(), streams.clone(), banner.clone(), stop.clone())));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");

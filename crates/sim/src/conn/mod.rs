@@ -46,6 +46,7 @@ pub const HOST_WINDOW: usize = 2;
 #[derive(Clone)]
 struct Conn {
     device: Arc<Mutex<Device>>,
+    streams_opened: Arc<crate::StreamLog>,
     out: mpsc::Sender<Vec<u8>>,
     /// Keyed by the simulator's id of each stream.
     streams: Arc<Mutex<HashMap<u32, Entry>>>,
@@ -162,6 +163,7 @@ impl Conn {
 pub async fn serve(
     stream: TcpStream,
     device: Arc<Mutex<Device>>,
+    streams_opened: Arc<crate::StreamLog>,
     banner: Arc<str>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -181,6 +183,7 @@ pub async fn serve(
     });
     let mut conn = Conn {
         device,
+        streams_opened,
         out: tx,
         streams: Arc::default(),
         max_payload: 4096,
@@ -311,6 +314,7 @@ fn refusal(service: &str) -> Option<&'static [u8]> {
 fn open(conn: &Conn, host: u32, payload: &[u8]) -> bool {
     let service =
         String::from_utf8_lossy(payload.strip_suffix(&[0]).unwrap_or(payload)).into_owned();
+    conn.streams_opened.record(&service);
     let local = next_id(&conn.lock());
     if conn.lock().len() >= MAX_STREAMS {
         tracing::warn!(%service, "refused a stream: {MAX_STREAMS} are open on this connection");
