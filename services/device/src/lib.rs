@@ -10,6 +10,7 @@ pub mod input;
 pub mod labels;
 pub mod lease;
 pub mod metrics;
+pub mod observe;
 pub mod registry;
 pub mod screenshot;
 pub mod secret_fields;

@@ -1,4 +1,5 @@
-//! Reading a device: UI dump, focus, keyboard, screen size and screenshot, concurrently.
+//! Reading a device: UI dump, focus and keyboard in one command (`observe`), screen size
+//! (once per device) and screenshot, concurrently.
 use std::sync::Arc;
 
 use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
@@ -6,6 +7,7 @@ use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
 use crate::device_output::{parse_focus, parse_keyboard_shown, parse_wm};
 use crate::error::{DeviceError, Result};
 use crate::lease::now_unix_ms;
+use crate::observe;
 use crate::registry::Slot;
 use crate::screenshot::fit_png;
 use crate::ui_dump::{ParsedUi, parse_ui_dump};
@@ -66,14 +68,17 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
             None => Ok(None),
         }
     };
-    let (ui, window, ime, screen, shot) = tokio::try_join!(
-        read_ui(slot),
-        slot.adb.shell("dumpsys window"),
-        slot.adb.shell("dumpsys input_method"),
-        screen_size(slot),
-        shot,
-    )?;
-    let (package, activity) = parse_focus(&window);
+    // The dump, focus and keyboard in one device command (see `observe`).
+    let observation = async {
+        let nonce = observe::nonce();
+        let out = slot.adb.shell(&observe::script(&nonce)).await?;
+        Ok::<_, DeviceError>(observe::split(&out, &nonce))
+    };
+    let (observed, screen, shot) = tokio::try_join!(observation, screen_size(slot), shot)?;
+    let mut ui = parse_ui_dump(&observed.ui.text)?;
+    slot.secret_fields.apply(&mut ui);
+    let (package, activity) = parse_focus(&observed.window.text);
+    let ime = &observed.ime.text;
     let ui = Arc::new(ui);
     *slot.last_ui.lock().unwrap_or_else(|p| p.into_inner()) = Some(ui.clone());
     let focused = ui.focused();
@@ -83,7 +88,7 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
         phone: Some(PhoneState {
             package,
             activity,
-            keyboard_shown: parse_keyboard_shown(&ime),
+            keyboard_shown: parse_keyboard_shown(ime),
             focused_index: ui.focused_index,
             focused_text: focused.map(|e| e.text.clone()).unwrap_or_default(),
         }),

@@ -14,6 +14,17 @@ use super::fake_adbd::{Reply, start};
 const DUMP: &str = include_str!("../../testdata/settings_dump.xml");
 
 fn phone(cmd: &str) -> Reply {
+    // An observation (one script, sections ended by marker lines) as a phone's shell runs it.
+    if let Some(nonce) = cmd
+        .split("@@dm-")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+    {
+        let out = format!(
+            "{DUMP}\n@@dm-{nonce} ui 0@@\n  mCurrentFocus=Window{{1 u0 com.android.settings/com.android.settings.Settings}}\n@@dm-{nonce} window 0@@\n  mInputShown=false\n@@dm-{nonce} ime 0@@\n"
+        );
+        return Reply::Output(out.into_bytes());
+    }
     let out: &str = match cmd {
         "uiautomator dump /dev/tty" => DUMP,
         "dumpsys window" => {
