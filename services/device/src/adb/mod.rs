@@ -1,14 +1,12 @@
-//! The ADB layer: runs device commands over an adb server (adb_client, off the async workers)
-//! or straight to a device's ADB-over-TCP port (our own async client), bounded by a timeout.
+//! The ADB layer: runs device commands through an adb server or straight to a device's
+//! ADB-over-TCP port, both with our own async clients, bounded by a timeout.
 pub mod direct;
 pub mod host;
 pub mod key;
+pub mod server;
 
 use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
-
-use adb_client::server_device::ADBServerDevice;
-use adb_client::{ADBDeviceExt, RustADBError};
 
 use crate::error::{DeviceError, Result};
 
@@ -29,6 +27,8 @@ pub struct AdbDevice {
     timeout: Duration,
     /// The connection kept to a direct device; `None` through a server.
     direct: Option<direct::DirectDevice>,
+    /// The device behind the adb server; `None` for a direct device.
+    server: Option<server::ServerRoute>,
     /// This device's `device.serial` metric attribute.
     label: opentelemetry::KeyValue,
 }
@@ -40,9 +40,9 @@ impl AdbDevice {
         timeout: Duration,
         key_path: Option<std::path::PathBuf>,
     ) -> Self {
-        let direct = match &route {
-            Route::Direct(addr) => Some(direct::DirectDevice::new(*addr, key_path)),
-            Route::Server(_) => None,
+        let (direct, server) = match &route {
+            Route::Direct(addr) => (Some(direct::DirectDevice::new(*addr, key_path)), None),
+            Route::Server(addr) => (None, Some(server::ServerRoute::new(*addr, serial.clone()))),
         };
         Self {
             label: crate::metrics::serial_label(&serial),
@@ -50,6 +50,7 @@ impl AdbDevice {
             route,
             timeout,
             direct,
+            server,
         }
     }
 
@@ -108,38 +109,24 @@ impl AdbDevice {
                 });
             }
         };
-        let serial = self.serial.clone();
-        let cmd = command.to_owned();
-        // A detached thread rather than `spawn_blocking`: adb_client reads without a timeout,
-        // so a stalled device can hold the call forever. The caller gives up after
-        // `self.timeout`; the thread ends when the device's connection finally breaks, and a
-        // runtime shutting down never waits for it.
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let work = move || -> std::result::Result<Vec<u8>, RustADBError> {
-            let mut out = Vec::new();
-            let mut dev = ADBServerDevice::new(serial, Some(addr));
-            dev.shell_command(&cmd, Some(&mut out), None)?;
-            Ok(out)
-        };
-        let spawned = std::thread::Builder::new()
-            .name("adb-call".into())
-            .spawn(move || {
-                let _ = tx.send(work());
-            });
-        if let Err(e) = spawned {
+        let Some(route) = &self.server else {
             return Err(DeviceError::Unavailable {
                 serial: self.serial.clone(),
-                detail: format!("cannot start a worker thread for `{command}`: {e}"),
+                detail: format!("no route was set up through the adb server at {addr}"),
             });
-        }
-        match tokio::time::timeout(self.timeout, rx).await {
+        };
+        // Cancel-safe: on timeout the connection is dropped and the server closes the stream.
+        match tokio::time::timeout(self.timeout, route.shell(command)).await {
             Err(_) => Err(timed_out()),
-            Ok(Err(join)) => Err(DeviceError::Unavailable {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(server::ServerError::Unavailable(detail))) => Err(DeviceError::Unavailable {
                 serial: self.serial.clone(),
-                detail: format!("the adb worker for `{command}` stopped: {join}"),
+                detail: format!("`{command}` failed: {detail}"),
             }),
-            Ok(Ok(Err(e))) => Err(classify(&self.serial, command, e)),
-            Ok(Ok(Ok(out))) => Ok(out),
+            Ok(Err(server::ServerError::Refused(detail))) => Err(DeviceError::Adb {
+                target: format!("device {}", self.serial),
+                detail: format!("`{command}` failed: {detail}"),
+            }),
         }
     }
 
@@ -150,38 +137,5 @@ impl AdbDevice {
             Ok(s) => s,
             Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
         })
-    }
-}
-
-/// Sorts adb_client errors into "the device is gone" and "the device said no".
-fn classify(serial: &str, command: &str, e: RustADBError) -> DeviceError {
-    let text = e.to_string();
-    let gone = match &e {
-        RustADBError::IOError(_) => true,
-        RustADBError::ADBRequestFailed(msg) => {
-            let m = msg.to_ascii_lowercase();
-            [
-                "not found",
-                "offline",
-                "closed",
-                "no devices",
-                "unauthorized",
-                "connection",
-            ]
-            .iter()
-            .any(|w| m.contains(w))
-        }
-        _ => false,
-    };
-    if gone {
-        DeviceError::Unavailable {
-            serial: serial.to_owned(),
-            detail: format!("`{command}` failed: {text}"),
-        }
-    } else {
-        DeviceError::Adb {
-            target: format!("device {serial}"),
-            detail: format!("`{command}` failed: {text}"),
-        }
     }
 }

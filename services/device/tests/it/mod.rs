@@ -3,6 +3,7 @@ mod bad_input;
 mod common;
 mod direct;
 mod errors;
+mod exchanges;
 mod fake_adbd;
 mod faults;
 mod flows;

@@ -1,0 +1,116 @@
+//! How much ADB traffic a CodeAct step costs (a GetState, then one tap): counted at the
+//! simulator (streams opened on the device) on both routes, and, through the adb server, at
+//! a counting proxy in front of it (connections and host requests the device service makes).
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use droidmesh_device::DeviceConfig;
+use droidmesh_proto::v1::{Point, TapRequest, tap_request};
+use droidmesh_sim::testkit::{AdbServer, require_adb};
+use tokio::io::AsyncWriteExt;
+
+use super::common::*;
+use super::sims::start_fleet;
+
+/// The device streams one step opens: one observation command, one `input tap`.
+const STREAMS_PER_STEP: u64 = 2;
+/// Connections to the adb server one step opens: one per command (the device's features are
+/// asked once, then kept).
+const SERVER_CONNECTIONS_PER_STEP: u64 = 2;
+const STEPS: u64 = 5;
+
+/// A TCP proxy to the adb server that counts the connections made through it.
+async fn counting_proxy(server_port: u16) -> (u16, Arc<AtomicU64>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicU64::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let Ok(mut server) =
+                    tokio::net::TcpStream::connect(("127.0.0.1", server_port)).await
+                else {
+                    return;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                let _ = client.shutdown().await;
+            });
+        }
+    });
+    (port, count)
+}
+
+async fn step(client: &mut Client, serial: &str, lease: &droidmesh_proto::v1::Lease) {
+    state(client, serial).await;
+    client
+        .tap(TapRequest {
+            lease: lref(lease),
+            target: Some(tap_request::Target::Point(Point { x: 5, y: 5 })),
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_step_is_one_observation_and_one_action_at_the_device_on_both_routes() {
+    if !require_adb("a_step_is_one_observation_and_one_action") {
+        return;
+    }
+    let fleet = start_fleet(2).await;
+    let (direct_dev, server_dev) = (&fleet.devices()[0], &fleet.devices()[1]);
+
+    // Straight to the device's port.
+    let serial = direct_dev.addr.to_string();
+    let mut direct = serve(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![serial.clone()],
+        ..DeviceConfig::default()
+    })
+    .await;
+    let lease = acquire(&mut direct, &serial, "counter").await;
+    // The first read also learns the screen's size, once.
+    step(&mut direct, &serial, &lease).await;
+    let (before, _) = direct_dev.streams_opened();
+    for _ in 0..STEPS {
+        step(&mut direct, &serial, &lease).await;
+    }
+    let (after, services) = direct_dev.streams_opened();
+    assert_eq!(
+        after - before,
+        STREAMS_PER_STEP * STEPS,
+        "direct: streams per {STEPS} steps; the last services: {services:?}"
+    );
+
+    // Through Debian's adb server, behind a proxy that counts connections.
+    let adb = AdbServer::start().unwrap();
+    let serial = adb.connect(server_dev.addr).unwrap();
+    let (proxy, connections) = counting_proxy(adb.port).await;
+    let mut via = serve(DeviceConfig {
+        adb_server: format!("127.0.0.1:{proxy}"),
+        ..DeviceConfig::default()
+    })
+    .await;
+    let lease = acquire(&mut via, &serial, "counter").await;
+    step(&mut via, &serial, &lease).await;
+    let (before, _) = server_dev.streams_opened();
+    let connected = connections.load(Ordering::SeqCst);
+    for _ in 0..STEPS {
+        step(&mut via, &serial, &lease).await;
+    }
+    let (after, services) = server_dev.streams_opened();
+    assert_eq!(
+        after - before,
+        STREAMS_PER_STEP * STEPS,
+        "adb server: streams per {STEPS} steps; the last services: {services:?}"
+    );
+    assert_eq!(
+        connections.load(Ordering::SeqCst) - connected,
+        SERVER_CONNECTIONS_PER_STEP * STEPS,
+        "adb server: connections per {STEPS} steps"
+    );
+    drop(adb);
+}
