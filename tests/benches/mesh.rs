@@ -77,15 +77,42 @@ async fn start(sims: usize, llm_url: &str) -> Mesh {
 /// [`start`] with `admin` as every service's admin port (0: none; one service then takes it),
 /// `RUST_LOG` for the services and `gateway` as lines of the `[gateway]` section.
 async fn start_with(sims: usize, llm_url: &str, admin: u16, rust_log: &str, gateway: &str) -> Mesh {
+    start_routed(sims, llm_url, admin, rust_log, gateway, None).await
+}
+
+/// [`start_with`]; with `adb`, the device service reaches the phones through that adb server
+/// (attached to it first) instead of straight to their ports.
+async fn start_routed(
+    sims: usize,
+    llm_url: &str,
+    admin: u16,
+    rust_log: &str,
+    gateway: &str,
+    adb: Option<&droidmesh_sim::testkit::AdbServer>,
+) -> Mesh {
     let (sim, serials) = start_sims(sims).unwrap();
+    let (adb_server, serials) = match adb {
+        Some(adb) => {
+            let attached: Vec<String> = serials
+                .iter()
+                .map(|s| adb.connect(s.parse().unwrap()).unwrap())
+                .collect();
+            (format!("127.0.0.1:{}", adb.port), attached)
+        }
+        None => (String::new(), serials),
+    };
     let (dev, exe, man, gw) = (free_port(), free_port(), free_port(), free_port());
     let dir = std::env::temp_dir().join(format!("droidmesh-bench-{}-{gw}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let direct: Vec<String> = serials.iter().map(|s| format!("\"{s}\"")).collect();
+    let direct: Vec<String> = if adb.is_some() {
+        Vec::new()
+    } else {
+        serials.iter().map(|s| format!("\"{s}\"")).collect()
+    };
     let config = format!(
         "[listen]\nhost = \"127.0.0.1\"\ndevice = {dev}\nexecutor = {exe}\nmanager = {man}\ngateway = {gw}\nadmin = 0\ngateway_http = 0\n\
          [endpoints]\ndevice = \"http://127.0.0.1:{dev}\"\nexecutor = \"http://127.0.0.1:{exe}\"\nmanager = \"http://127.0.0.1:{man}\"\ngateway = \"http://127.0.0.1:{gw}\"\n\
-         [gateway]\n{gateway}\n[device]\nadb_server = \"\"\ndirect_devices = [{}]\n\
+         [gateway]\n{gateway}\n[device]\nadb_server = \"{adb_server}\"\ndirect_devices = [{}]\n\
          [llm.providers.mock]\nwire = \"openai\"\nbase_url = \"{llm_url}/v1\"\n[llm.profiles.default]\nprovider = \"mock\"\nmodel = \"bench\"\n",
         direct.join(", ")
     );
@@ -208,6 +235,10 @@ async fn main() {
             .and_then(|n| n.parse().ok())
             .unwrap_or(20);
         store_throughput(50, per_client).await;
+        return;
+    }
+    if std::env::var("MESH_BENCH").as_deref() == Ok("steps") {
+        steps_by_route().await;
         return;
     }
     if std::env::args().any(|a| a == "concurrent") {
@@ -802,4 +833,37 @@ async fn store_throughput(clients: usize, per_client: usize) {
         mean(&alls["sqlite"]),
         100.0 * mean(&alls["memory"]) / mean(&alls["sqlite"])
     );
+}
+
+/// `MESH_BENCH=steps`: a CodeAct step with a zero-latency model, the phone reached straight at
+/// its port and through Debian's adb server, in one run.
+async fn steps_by_route() {
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(MockResponse::success(
+        WireFormat::Openai,
+        STEP,
+        "bench",
+        100,
+        10,
+    ));
+    if !droidmesh_sim::testkit::adb_available() {
+        println!("adb is not installed: only the direct route is measured");
+    }
+    let adb = droidmesh_sim::testkit::adb_available()
+        .then(|| droidmesh_sim::testkit::AdbServer::start().unwrap());
+    println!("step time, zero-latency model, one task of 200 steps per route:");
+    for (name, route) in [("direct TCP", None), ("adb server", adb.as_ref())] {
+        if name == "adb server" && route.is_none() {
+            continue;
+        }
+        let mesh = start_routed(1, &llm.url(), 0, "warn", "", route).await;
+        let _warm = task(&mesh, &mesh.serials[0], 5).await;
+        let mut steps = task(&mesh, &mesh.serials[0], 200).await;
+        println!(
+            "  {name:<10} p50 {:?} p90 {:?}",
+            pct(&mut steps, 0.5),
+            pct(&mut steps, 0.9)
+        );
+    }
 }

@@ -183,7 +183,28 @@ async fn bench_device(iters: usize) {
         dev.shell("echo ok").await.unwrap();
         times.push(t.elapsed());
     }
-    report("adb_client shell `echo ok` via adb server", &mut times);
+    report(
+        "shell `echo ok` via adb server (droidmesh's client)",
+        &mut times,
+    );
+    let mut times = Vec::new();
+    for _ in 0..iters {
+        let t = Instant::now();
+        let (s, a) = (serial.clone(), server);
+        tokio::task::spawn_blocking(move || {
+            let mut d = adb_client::server_device::ADBServerDevice::new(s, Some(a));
+            let mut out = Vec::new();
+            adb_client::ADBDeviceExt::shell_command(&mut d, &"echo ok", Some(&mut out), None)
+                .unwrap();
+        })
+        .await
+        .unwrap();
+        times.push(t.elapsed());
+    }
+    report(
+        "shell `echo ok` via adb server (adb_client, for comparison)",
+        &mut times,
+    );
     let mut times = Vec::new();
     for _ in 0..iters {
         let t = Instant::now();
@@ -191,7 +212,7 @@ async fn bench_device(iters: usize) {
         times.push(t.elapsed());
     }
     report(
-        "adb_client shell `uiautomator dump` via adb server",
+        "shell `uiautomator dump` via adb server (droidmesh's client)",
         &mut times,
     );
 
