@@ -45,6 +45,13 @@ enum Command {
         devices: usize,
         #[arg(long, default_value = "127.0.0.1")]
         host: IpAddr,
+        /// Change screens with the apps' delays, as a phone does (starting windows, screens
+        /// sliding in, switches landing late, spinners); without it every change is instant.
+        #[arg(long)]
+        realtime: bool,
+        /// What one `uiautomator dump` costs, in ms (default: 1000 with --realtime, else 0).
+        #[arg(long)]
+        dump_ms: Option<u64>,
     },
     /// Run a task and show its progress (starts the mesh in-process unless --gateway is given).
     Run(Box<run::RunArgs>),
@@ -162,11 +169,15 @@ async fn real_main(cli: Cli) -> Result<()> {
             port,
             devices,
             host,
+            realtime,
+            dump_ms,
         } => {
             let opts = droidmesh_sim::SimOptions {
                 host,
                 base_port: port,
                 devices,
+                realtime,
+                dump_cost: dump_ms.map(std::time::Duration::from_millis),
                 ..droidmesh_sim::SimOptions::default()
             };
             droidmesh_sim::run_until_signal(opts)

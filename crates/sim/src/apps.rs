@@ -31,7 +31,29 @@ pub struct App {
     /// Record sets that `list` widgets show, by name.
     #[serde(default)]
     pub data: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+    /// How long its screens take to change when the simulator runs in real time.
+    #[serde(default)]
+    pub timing: Timing,
 }
+
+/// An app's transition times, in milliseconds; used only when the simulator runs in real
+/// time (`SimOptions::realtime`), else every change is instant.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// A launch shows the app's starting window this long before its first screen.
+    #[serde(default)]
+    pub launch_ms: u64,
+    /// A screen opened from a row or a list item slides in over this long.
+    #[serde(default)]
+    pub open_ms: u64,
+    /// A switch's setting changes this long after the tap.
+    #[serde(default)]
+    pub switch_ms: u64,
+}
+
+/// Longest transition an app file may ask for.
+pub const MAX_TRANSITION_MS: u64 = 60_000;
 
 fn yes() -> bool {
     true
@@ -48,6 +70,10 @@ pub struct Screen {
     /// Whether the screen has an app bar (the launcher has none).
     #[serde(default = "yes")]
     pub chrome: bool,
+    /// In real time, the screen shows a progress spinner instead of its widgets this long
+    /// after it appears (content fetched from a network).
+    #[serde(default)]
+    pub loading_ms: u64,
     pub widgets: Vec<Widget>,
 }
 
@@ -203,6 +229,17 @@ impl AppSet {
             let at = |what: String| format!("app {}: {what}", app.package);
             if app.screens.is_empty() {
                 return Err(at("has no screens".into()));
+            }
+            let t = app.timing;
+            let longest = [t.launch_ms, t.open_ms, t.switch_ms]
+                .into_iter()
+                .chain(app.screens.iter().map(|s| s.loading_ms))
+                .max()
+                .unwrap_or(0);
+            if longest > MAX_TRANSITION_MS {
+                return Err(at(format!(
+                    "a transition of {longest} ms is longer than {MAX_TRANSITION_MS} ms"
+                )));
             }
             for screen in &app.screens {
                 for w in &screen.widgets {

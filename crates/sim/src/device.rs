@@ -2,6 +2,7 @@
 //! touches and keys do to it. Everything here is deterministic: same inputs, same screens.
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::apps::{Action, AppSet};
 use crate::fs::Fs;
@@ -42,6 +43,71 @@ pub struct Device {
     pub procs: Procs,
     /// Where `input motionevent DOWN` put a finger that has not been lifted.
     pub pointer: Option<(i32, i32)>,
+    /// Whether screens change with the apps' delays ([`crate::apps::Timing`]) or at once.
+    pub realtime: bool,
+    /// What one `uiautomator dump` costs, waited before it dumps.
+    pub dump_cost: Duration,
+    /// The screen change in progress, if any (only in real time).
+    pub transition: Option<Transition>,
+    /// Setting changes that land later (switches with a delay), oldest first, at most
+    /// [`PENDING_KEPT`].
+    pub pending: VecDeque<(Instant, String, String)>,
+}
+
+/// Delayed setting changes kept; one more applies the oldest at once.
+pub const PENDING_KEPT: usize = 64;
+
+/// A screen change in progress: the starting window until `starting_until`, then the new
+/// screen sliding in until `slide_until` (from `slide_from`), then its spinner until
+/// `loading_until`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transition {
+    pub starting_until: Instant,
+    pub slide_from: Instant,
+    pub slide_until: Instant,
+    pub loading_until: Instant,
+}
+
+/// What the screen shows at one moment of a [`Transition`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Phase {
+    /// The app's starting window (icon on a blank window).
+    Starting,
+    /// The new screen, `left` pixels right of its place.
+    Sliding {
+        left: i32,
+    },
+    /// The new screen's chrome and a progress spinner.
+    Loading,
+    Idle,
+}
+
+impl Transition {
+    pub fn phase(&self, now: Instant) -> Phase {
+        if now < self.starting_until {
+            Phase::Starting
+        } else if now < self.slide_until {
+            let total = self
+                .slide_until
+                .duration_since(self.slide_from)
+                .as_secs_f64();
+            let left = self.slide_until.duration_since(now).as_secs_f64();
+            let frac = if total > 0.0 { left / total } else { 0.0 };
+            // Android's decelerating curve: most of the distance early.
+            Phase::Sliding {
+                left: (f64::from(crate::view::WIDTH) * frac * frac).round() as i32,
+            }
+        } else if now < self.loading_until {
+            Phase::Loading
+        } else {
+            Phase::Idle
+        }
+    }
+
+    /// Whether a window animation runs (what `dumpsys window` reports as the app transition).
+    pub fn animating(&self, now: Instant) -> bool {
+        now < self.slide_until
+    }
 }
 
 /// Log entries kept, oldest dropped first.
@@ -127,7 +193,71 @@ impl Device {
             log_seq: 0,
             procs: Procs::new(),
             pointer: None,
+            realtime: false,
+            dump_cost: Duration::ZERO,
+            transition: None,
+            pending: VecDeque::new(),
         }
+    }
+
+    /// What the screen shows now.
+    pub fn phase(&self) -> Phase {
+        self.transition
+            .map_or(Phase::Idle, |t| t.phase(Instant::now()))
+    }
+
+    /// Applies the delayed changes that are due and forgets a finished transition. Runs
+    /// before every command reads or changes the device.
+    pub fn tick(&mut self) {
+        let now = Instant::now();
+        while self.pending.front().is_some_and(|(due, _, _)| *due <= now) {
+            if let Some((_, key, value)) = self.pending.pop_front() {
+                self.settings.insert(key, value);
+            }
+        }
+        if self.transition.is_some_and(|t| t.phase(now) == Phase::Idle) {
+            self.transition = None;
+        }
+    }
+
+    /// The timing of the app in front.
+    fn timing(&self) -> crate::apps::Timing {
+        if !self.realtime {
+            return crate::apps::Timing::default();
+        }
+        self.apps
+            .apps
+            .get(self.top().app)
+            .map(|a| a.timing)
+            .unwrap_or_default()
+    }
+
+    /// Starts the change to the screen now on top: `starting` of starting window, `slide` of
+    /// sliding in, then the screen's own loading time.
+    fn begin(&mut self, starting: u64, slide: u64) {
+        if !self.realtime {
+            return;
+        }
+        let top = self.top();
+        let loading = self
+            .apps
+            .apps
+            .get(top.app)
+            .and_then(|a| a.screens.get(top.screen))
+            .map_or(0, |s| s.loading_ms);
+        if starting + slide + loading == 0 {
+            self.transition = None;
+            return;
+        }
+        let now = Instant::now();
+        let starting_until = now + Duration::from_millis(starting);
+        let slide_until = starting_until + Duration::from_millis(slide);
+        self.transition = Some(Transition {
+            starting_until,
+            slide_from: starting_until,
+            slide_until,
+            loading_until: slide_until + Duration::from_millis(loading),
+        });
     }
 
     /// Adds a line to the event log.
@@ -194,6 +324,7 @@ impl Device {
     fn leave_screen(&mut self) {
         self.focus = None;
         self.keyboard = false;
+        self.transition = None;
     }
 
     pub fn home(&mut self) {
@@ -241,6 +372,8 @@ impl Device {
                     });
                 }
                 self.leave_screen();
+                let launch = self.timing().launch_ms;
+                self.begin(launch, 0);
                 let (package, activity) = self.focus_component();
                 // Android shortens a component in its own package: `pkg/.Name`.
                 let activity = match activity.strip_prefix(package.as_str()) {
@@ -289,11 +422,35 @@ impl Device {
                     scroll: 0,
                 });
                 self.leave_screen();
+                let open = self.timing().open_ms;
+                self.begin(0, open);
             }
             Tap::Toggle { setting, on, off } => {
-                let now = self.settings.get(&setting).cloned().unwrap_or_default();
+                // A second tap before the first lands flips what the first will set.
+                let now = self
+                    .pending
+                    .iter()
+                    .rev()
+                    .find(|(_, k, _)| *k == setting)
+                    .map(|(_, _, v)| v.clone())
+                    .or_else(|| self.settings.get(&setting).cloned())
+                    .unwrap_or_default();
                 let next = if now == on { off } else { on };
-                self.settings.insert(setting, next);
+                let delay = self.timing().switch_ms;
+                if delay == 0 {
+                    self.settings.insert(setting, next);
+                } else {
+                    if self.pending.len() >= PENDING_KEPT
+                        && let Some((_, key, value)) = self.pending.pop_front()
+                    {
+                        self.settings.insert(key, value);
+                    }
+                    self.pending.push_back((
+                        Instant::now() + Duration::from_millis(delay),
+                        setting,
+                        next,
+                    ));
+                }
             }
             Tap::Focus(key) => {
                 self.focus = Some(key);

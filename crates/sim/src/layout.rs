@@ -1,7 +1,7 @@
 //! Lays the screen in front out as a view tree: app bar, then the screen's widgets in a
 //! column that scrolls when it is taller than the space between app bar and navigation bar.
 use crate::apps::{Action, App, Widget, split_setting};
-use crate::device::Device;
+use crate::device::{Device, Phase};
 use crate::view::{
     APP_BAR_BOTTOM, HEIGHT, NAV_BAR_TOP, Node, Rect, STATUS_BAR, Style, Tap, View, WIDTH,
 };
@@ -350,6 +350,10 @@ pub fn build(dev: &Device) -> View {
     let Some(screen) = app.screens.get(top.screen) else {
         return View::default();
     };
+    let phase = dev.phase();
+    if phase == Phase::Starting {
+        return starting_window(app);
+    }
     let full = Rect::new(0, 0, WIDTH, HEIGHT);
     let mut nodes = vec![Node {
         class: "android.widget.FrameLayout",
@@ -435,14 +439,40 @@ pub fn build(dev: &Device) -> View {
         scroll: top.scroll,
         container,
     };
-    for w in &screen.widgets {
-        b.widget(w);
+    if phase == Phase::Loading {
+        let side = 144;
+        let (cx, cy) = (WIDTH / 2, (viewport.top + viewport.bottom) / 2);
+        b.nodes.push(Node {
+            parent: Some(container),
+            class: "android.widget.ProgressBar",
+            resource_id: format!("{}:id/progress", app.package),
+            bounds: Rect::new(cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2),
+            style: Style::Icon { color: 0 },
+            ..Node::default()
+        });
+    } else {
+        for w in &screen.widgets {
+            b.widget(w);
+        }
     }
     let content_height = b.y;
     let max_scroll = (content_height - viewport.height()).max(0);
     let mut nodes = b.nodes;
     if let Some(c) = nodes.get_mut(container) {
         c.scrollable = max_scroll > 0;
+    }
+    if let Phase::Sliding { left } = phase {
+        // The whole window moves in from the right; what is past the edge is not shown.
+        let screen_rect = Rect::new(0, 0, WIDTH, HEIGHT);
+        for n in nodes.iter_mut().skip(1) {
+            n.bounds = Rect::new(
+                n.bounds.left + left,
+                n.bounds.top,
+                n.bounds.right + left,
+                n.bounds.bottom,
+            )
+            .clip(&screen_rect);
+        }
     }
     let package = app.package.clone();
     View {
@@ -451,5 +481,33 @@ pub fn build(dev: &Device) -> View {
         scroll: Some((viewport, max_scroll)),
         keyboard: dev.keyboard,
         dark: !screen.chrome,
+    }
+}
+
+/// An app's starting window: a blank window with the app's icon, shown while it launches.
+fn starting_window(app: &App) -> View {
+    let full = Rect::new(0, 0, WIDTH, HEIGHT);
+    let side = 192;
+    let (cx, cy) = (WIDTH / 2, HEIGHT / 2);
+    View {
+        package: app.package.clone(),
+        nodes: vec![
+            Node {
+                class: "android.widget.FrameLayout",
+                bounds: full,
+                ..Node::default()
+            },
+            Node {
+                parent: Some(0),
+                class: "android.widget.ImageView",
+                content_desc: app.label.clone(),
+                bounds: Rect::new(cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2),
+                style: Style::Icon { color: 1 },
+                ..Node::default()
+            },
+        ],
+        scroll: None,
+        keyboard: false,
+        dark: false,
     }
 }

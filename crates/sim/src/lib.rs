@@ -56,7 +56,16 @@ pub struct SimOptions {
     pub devices: usize,
     /// A TOML app set to use instead of the embedded one.
     pub apps_file: Option<PathBuf>,
+    /// Screens change with the apps' delays (launches, slides, switches, spinners) as on a
+    /// phone; off, every change is instant.
+    pub realtime: bool,
+    /// What one `uiautomator dump` costs; `None`: [`PHONE_DUMP_COST`] in real time, else
+    /// nothing.
+    pub dump_cost: Option<std::time::Duration>,
 }
+
+/// What `uiautomator dump` costs on a phone (it waits for the UI to idle and writes a file).
+pub const PHONE_DUMP_COST: std::time::Duration = std::time::Duration::from_millis(1000);
 
 impl Default for SimOptions {
     fn default() -> Self {
@@ -65,6 +74,8 @@ impl Default for SimOptions {
             base_port: 5555,
             devices: 1,
             apps_file: None,
+            realtime: false,
+            dump_cost: None,
         }
     }
 }
@@ -218,7 +229,14 @@ pub async fn start(opts: SimOptions) -> Result<SimFleet, SimError> {
             .local_addr()
             .map_err(|source| SimError::Bind { addr, source })?;
         let serial = format!("droidmesh-sim-{}", addr.port());
-        let state = Arc::new(Mutex::new(Device::new(apps.clone(), &serial)));
+        let mut device = Device::new(apps.clone(), &serial);
+        device.realtime = opts.realtime;
+        device.dump_cost = opts.dump_cost.unwrap_or(if opts.realtime {
+            PHONE_DUMP_COST
+        } else {
+            std::time::Duration::ZERO
+        });
+        let state = Arc::new(Mutex::new(device));
         let streams = Arc::new(StreamLog::default());
         let task = tokio::spawn(accept_loop(
             listener,

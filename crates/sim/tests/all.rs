@@ -6,6 +6,7 @@ mod determinism;
 mod flow;
 mod fuzz;
 mod stdin;
+mod timing;
 mod tools;
 mod tools_flows;
 mod tools_table;

@@ -160,8 +160,11 @@ impl Session {
     }
 }
 
+/// The device, with its delayed changes that are due applied.
 fn lock(device: &Mutex<Device>) -> std::sync::MutexGuard<'_, Device> {
-    device.lock().unwrap_or_else(|p| p.into_inner())
+    let mut dev = device.lock().unwrap_or_else(|p| p.into_inner());
+    dev.tick();
+    dev
 }
 
 fn sleep(args: &[String]) -> Output {

@@ -59,6 +59,14 @@ pub fn command(
 ) -> Option<Output> {
     // A gesture's duration passes after the device is released, as the finger moves.
     let mut hold = 0u64;
+    if name == "uiautomator" && args.first().is_some_and(|a| a == "dump") {
+        // A phone's dump waits for the UI to idle and writes a file: it takes what it takes
+        // before it reads the screen, without holding the device.
+        let cost = super::lock(device).dump_cost;
+        if !cost.is_zero() {
+            std::thread::sleep(cost.min(super::MAX_SLEEP));
+        }
+    }
     let out = {
         let dev = &mut *super::lock(device);
         android(dev, name, args, env, stdin, &mut hold)?

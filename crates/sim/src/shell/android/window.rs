@@ -4,7 +4,7 @@
 //! portrait).
 use std::fmt::Write;
 
-use crate::device::{Device, Frame};
+use crate::device::{Device, Frame, Phase};
 use crate::view::{DENSITY, HEIGHT, NAV_BAR_TOP, WIDTH};
 
 /// The physical display id SurfaceFlinger reports.
@@ -54,8 +54,21 @@ pub(super) fn record(dev: &Device, f: &Frame) -> String {
 fn focus_lines(dev: &Device) -> String {
     let top = dev.top();
     let (package, full, _) = names(dev, &top);
+    let phase = dev.phase();
+    // While an app starts, its starting window has the focus; the app is already the focused
+    // app. A window animation shows as a running app transition.
+    let window = if phase == Phase::Starting {
+        format!("Splash Screen {package}")
+    } else {
+        format!("{package}/{full}")
+    };
+    let transition = if matches!(phase, Phase::Starting | Phase::Sliding { .. }) {
+        "APP_STATE_RUNNING"
+    } else {
+        "APP_STATE_IDLE"
+    };
     format!(
-        "  mCurrentFocus=Window{{{:x} u0 {package}/{full}}}\n  mFocusedApp={}\n",
+        "  mCurrentFocus=Window{{{:x} u0 {window}}}\n  mFocusedApp={}\n  mAppTransitionState={transition}\n",
         record_hash(&top) + 1,
         record(dev, &top)
     )
