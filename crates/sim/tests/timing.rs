@@ -34,7 +34,7 @@ fn centre(dump: &str, text: &str) -> (i32, i32) {
     let b = &b[b.find("bounds=\"[").unwrap() + 9..];
     let b = &b[..b.find('"').unwrap()];
     let n: Vec<i32> = b
-        .split(|c| c == ',' || c == '[' || c == ']')
+        .split([',', '[', ']'])
         .filter(|s| !s.is_empty())
         .map(|s| s.parse().unwrap())
         .collect();
