@@ -20,6 +20,13 @@ pub struct DeviceConfig {
     /// Private key for direct TCP devices that ask for authentication; empty uses
     /// `~/.android/adbkey` (a throwaway key is generated when none exists).
     pub adb_key_path: String,
+    /// After an action, how long at most to wait for the UI to settle (0: do not wait).
+    pub settle_max_ms: u64,
+    /// How long an unchanged screen must stay unchanged after an action before it counts as
+    /// settled (catches effects that land late).
+    pub settle_quiet_ms: u64,
+    /// Least time between the starts of two observations while settling.
+    pub settle_interval_ms: u64,
 }
 
 impl Default for DeviceConfig {
@@ -32,6 +39,9 @@ impl Default for DeviceConfig {
             command_timeout_ms: 10_000,
             screenshot_max_side: 1024,
             adb_key_path: String::new(),
+            settle_max_ms: 3_000,
+            settle_quiet_ms: 250,
+            settle_interval_ms: 5,
         }
     }
 }
@@ -70,7 +80,34 @@ impl DeviceConfig {
                 self.screenshot_max_side
             ));
         }
+        if self.settle_max_ms > 60_000 {
+            return Err(format!(
+                "device.settle_max_ms must be at most 60000 (a minute), got {}",
+                self.settle_max_ms
+            ));
+        }
+        if self.settle_max_ms > 0 && self.settle_quiet_ms > self.settle_max_ms {
+            return Err(format!(
+                "device.settle_quiet_ms ({}) must not be longer than device.settle_max_ms ({})",
+                self.settle_quiet_ms, self.settle_max_ms
+            ));
+        }
+        if self.settle_interval_ms > 10_000 {
+            return Err(format!(
+                "device.settle_interval_ms must be at most 10000, got {}",
+                self.settle_interval_ms
+            ));
+        }
         Ok(())
+    }
+
+    /// How actions wait for the UI.
+    pub fn settle(&self) -> crate::settle::SettleConfig {
+        crate::settle::SettleConfig {
+            max: std::time::Duration::from_millis(self.settle_max_ms),
+            quiet: std::time::Duration::from_millis(self.settle_quiet_ms),
+            interval: std::time::Duration::from_millis(self.settle_interval_ms),
+        }
     }
 }
 

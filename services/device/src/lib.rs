@@ -15,6 +15,7 @@ pub mod registry;
 pub mod screenshot;
 pub mod secret_fields;
 pub mod service;
+pub mod settle;
 pub mod state;
 pub mod ui_dump;
 

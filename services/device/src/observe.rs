@@ -9,7 +9,7 @@
 pub enum Section {
     /// `uiautomator dump /dev/tty`.
     Ui,
-    /// The focus lines of `dumpsys window`.
+    /// The focus and app-transition lines of `dumpsys window`.
     Window,
     /// The keyboard lines of `dumpsys input_method`.
     Ime,
@@ -31,7 +31,9 @@ impl Section {
     fn command(self) -> &'static str {
         match self {
             Section::Ui => "uiautomator dump /dev/tty",
-            Section::Window => "dumpsys window | grep -F -e mCurrentFocus= -e mFocusedApp=",
+            Section::Window => {
+                "dumpsys window | grep -F -e mCurrentFocus= -e mFocusedApp= -e mAppTransitionState="
+            }
             Section::Ime => {
                 "dumpsys input_method | grep -F -e mInputShown= -e mIsInputViewShown= -e isInputViewShown="
             }

@@ -28,6 +28,9 @@ pub struct Slot {
     described: OnceCell<()>,
     /// Fields a secret was typed into, masked in every later dump.
     pub secret_fields: SecretFields,
+    /// What the latest observation looked like and, after an action settled, that
+    /// observation for the next `GetState` to use.
+    pub settle: crate::settle::SettleState,
 }
 
 impl Slot {
@@ -140,6 +143,7 @@ impl Registry {
             last_ui: Mutex::new(None),
             described: OnceCell::new(),
             secret_fields: SecretFields::default(),
+            settle: crate::settle::SettleState::default(),
         });
         self.write().insert(serial, slot.clone());
         slot
@@ -214,6 +218,7 @@ impl Registry {
                         last_ui: Mutex::new(None),
                         described: OnceCell::new(),
                         secret_fields: SecretFields::default(),
+                        settle: crate::settle::SettleState::default(),
                     });
                     slots.insert(d.serial, slot);
                 }

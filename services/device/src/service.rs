@@ -36,6 +36,7 @@ struct Inner {
     registry: Registry,
     leases: LeaseManager,
     screenshot_max_side: u32,
+    settle: crate::settle::SettleConfig,
 }
 
 impl crate::metrics::LeaseCount for Inner {
@@ -77,6 +78,7 @@ impl DeviceServiceImpl {
                 ),
                 leases: LeaseManager::new(clock, cfg.lease_default_ttl_ms, cfg.lease_max_ttl_ms),
                 screenshot_max_side: cfg.screenshot_max_side,
+                settle: cfg.settle(),
             }),
         };
         let weak: std::sync::Weak<dyn crate::metrics::LeaseCount> =
@@ -142,7 +144,34 @@ impl DeviceServiceImpl {
         async {
             let started = Instant::now();
             let slot = self.leased(lease).await?;
-            let out = f(slot).await?;
+            slot.settle.forget();
+            let mut out = f(slot.clone()).await?;
+            let settle = &self.inner.settle;
+            if settle.is_on() {
+                // Wait for the UI the action caused, so the agent's next look is at a still
+                // screen; say so when the wait gave up.
+                let settled = crate::settle::settle(&slot, settle).await;
+                let span = tracing::Span::current();
+                span.record(
+                    "droidmesh.settle.wait_ms",
+                    u64::try_from(settled.waited.as_millis()).unwrap_or(u64::MAX),
+                );
+                span.record("droidmesh.settle.settled", settled.settled);
+                if !settled.settled {
+                    out.action_taken = format!(
+                        "{}; the screen had not settled ({})",
+                        out.action_taken, settled.reason
+                    );
+                }
+                match &mut out.data {
+                    serde_json::Value::Object(map) => {
+                        map.insert("settle".into(), settled.to_json());
+                    }
+                    other => {
+                        *other = serde_json::json!({ "result": other.take(), "settle": settled.to_json() });
+                    }
+                }
+            }
             Ok(ActionResult {
                 success: true,
                 action_taken: out.action_taken,
@@ -194,6 +223,8 @@ fn tool_span(tool: &'static str, serial: &str) -> tracing::Span {
         gen_ai.tool.type = "extension",
         droidmesh.device.serial = %serial,
         droidmesh.task.id = tracing::field::Empty,
+        droidmesh.settle.wait_ms = tracing::field::Empty,
+        droidmesh.settle.settled = tracing::field::Empty,
         error.type = tracing::field::Empty,
     )
 }

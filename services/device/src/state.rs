@@ -7,7 +7,6 @@ use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
 use crate::device_output::{parse_focus, parse_keyboard_shown, parse_wm};
 use crate::error::{DeviceError, Result};
 use crate::lease::now_unix_ms;
-use crate::observe;
 use crate::registry::Slot;
 use crate::screenshot::fit_png;
 use crate::ui_dump::{ParsedUi, parse_ui_dump};
@@ -68,11 +67,15 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
             None => Ok(None),
         }
     };
-    // The dump, focus and keyboard in one device command (see `observe`).
+    // The dump, focus and keyboard in one device command (see `observe`), or the observation
+    // the last action settled on, taken just now.
     let observation = async {
-        let nonce = observe::nonce();
-        let out = slot.adb.shell(&observe::script(&nonce)).await?;
-        Ok::<_, DeviceError>(observe::split(&out, &nonce))
+        let observed = match slot.settle.take_fresh() {
+            Some(o) => o,
+            None => crate::settle::observe(slot).await?,
+        };
+        slot.settle.seen(&observed);
+        Ok::<_, DeviceError>(observed)
     };
     let (observed, screen, shot) = tokio::try_join!(observation, screen_size(slot), shot)?;
     let mut ui = parse_ui_dump(&observed.ui.text)?;
