@@ -1,7 +1,8 @@
 //! Benchmarks of the device service, printed as percentiles (`cargo bench -p droidmesh-device`):
 //! parsing a 1,000-node UI dump, and — when `adb` is installed — GetState without screenshot
 //! and Tap round trips over gRPC → service → adb server → simulator, plus a breakdown of where
-//! one adb call spends its time.
+//! one adb call spends its time. `DEVICE_BENCH=settle` times how long actions wait for the UI
+//! on a phone with realistic transitions: adaptive settling against a fixed 1.3 s wait.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
@@ -18,6 +19,10 @@ fn main() {
     let iters = if quick { 5 } else { 300 };
     bench_xml(if quick { 5 } else { 500 });
     let rt = tokio::runtime::Runtime::new().unwrap();
+    if std::env::var("DEVICE_BENCH").as_deref() == Ok("settle") {
+        rt.block_on(bench_settle());
+        return;
+    }
     rt.block_on(bench_direct(iters));
     if !droidmesh_sim::testkit::adb_available() {
         println!("adb not installed: skipping the device round-trip benchmarks");
@@ -151,8 +156,11 @@ async fn bench_device(iters: usize) {
     // Measure on a real screen (Settings: ~60 elements), not the 4-icon launcher.
     adb.shell(&serial, "monkey -p com.android.settings 1")
         .unwrap();
+    // The round trips alone: a tap that changes nothing would otherwise wait out the quiet
+    // window of settling (see `bench_settle`).
     let cfg = DeviceConfig {
         adb_server: format!("127.0.0.1:{}", adb.port),
+        settle_max_ms: 0,
         ..DeviceConfig::default()
     };
     let svc = device_service(cfg).unwrap();
@@ -281,4 +289,181 @@ async fn bench_device(iters: usize) {
     }
     report("Tap by point (gRPC -> device -> ActionResult)", &mut times);
     fleet.shutdown().await;
+}
+
+/// The ten actions of the settle benchmark and what each must end on.
+enum Act {
+    Start(&'static str),
+    Tap(&'static str),
+    Back,
+}
+
+/// `DEVICE_BENCH=settle`: a ten-action script on the simulator in real time (launch 600 ms,
+/// screens sliding in 300 ms, switches 150 ms; dumps free), each action followed by a
+/// GetState: adaptive settling (the default settings) against no settling and a fixed
+/// 1.3 s sleep, and against not waiting at all. Counts the states read mid-change (not what
+/// the screen shows 1.3 s later).
+async fn bench_settle() {
+    use droidmesh_proto::v1::{
+        Key, PressKeyRequest, StartAppRequest, press_key_request, start_app_request,
+    };
+    let script = [
+        Act::Start("com.android.settings"),
+        Act::Tap("Wi-Fi"),
+        Act::Tap("Bluetooth"),
+        Act::Tap("Network & internet"),
+        Act::Tap("Mobile data"),
+        Act::Back,
+        Act::Start("com.android.contacts"),
+        Act::Tap("Ada Lovelace"),
+        Act::Back,
+        Act::Tap("Alan Turing"),
+    ];
+    const FIXED: Duration = Duration::from_millis(1300);
+    let mut waits: Vec<(&str, Vec<Duration>, usize)> = Vec::new();
+    for (name, adaptive, sleep) in [
+        ("adaptive settle", true, false),
+        ("fixed 1.3 s sleep", false, true),
+        ("no wait", false, false),
+    ] {
+        let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
+            base_port: 0,
+            realtime: true,
+            dump_cost: Some(Duration::ZERO),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let serial = fleet.addrs()[0].to_string();
+        let cfg = DeviceConfig {
+            adb_server: String::new(),
+            direct_devices: vec![serial.clone()],
+            settle_max_ms: if adaptive {
+                DeviceConfig::default().settle_max_ms
+            } else {
+                0
+            },
+            ..DeviceConfig::default()
+        };
+        let svc = device_service(cfg).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(svc)
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+        );
+        let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let lease = client
+            .acquire_lease(AcquireLeaseRequest {
+                serial: serial.clone(),
+                holder: "bench".into(),
+                ttl_ms: 120_000,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let lref = Some(LeaseRef {
+            serial: serial.clone(),
+            lease_id: lease.lease_id.clone(),
+        });
+        let get = |client: &mut DeviceServiceClient<tonic::transport::Channel>| {
+            let serial = serial.clone();
+            let mut client = client.clone();
+            async move {
+                client
+                    .get_state(GetStateRequest {
+                        serial,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner()
+            }
+        };
+        let mut screen = get(&mut client).await;
+        let mut waited = Vec::new();
+        let mut mid_change = 0;
+        for act in &script {
+            let t = Instant::now();
+            match act {
+                Act::Start(package) => {
+                    client
+                        .start_app(StartAppRequest {
+                            lease: lref.clone(),
+                            app: Some(start_app_request::App::Package((*package).into())),
+                            activity: String::new(),
+                        })
+                        .await
+                        .unwrap();
+                }
+                Act::Tap(text) => {
+                    let el = screen
+                        .elements
+                        .iter()
+                        .find(|e| e.text == *text)
+                        .unwrap_or_else(|| panic!("'{text}' is not on screen"));
+                    let b = el.bounds.unwrap();
+                    client
+                        .tap(TapRequest {
+                            lease: lref.clone(),
+                            target: Some(tap_request::Target::Point(Point {
+                                x: (b.left + b.right) / 2,
+                                y: (b.top + b.bottom) / 2,
+                            })),
+                        })
+                        .await
+                        .unwrap();
+                }
+                Act::Back => {
+                    client
+                        .press_key(PressKeyRequest {
+                            lease: lref.clone(),
+                            key_spec: Some(press_key_request::KeySpec::Key(Key::Back as i32)),
+                        })
+                        .await
+                        .unwrap();
+                }
+            }
+            if sleep {
+                tokio::time::sleep(FIXED).await;
+            }
+            // The action's own round trip is not waiting for the UI.
+            waited.push(t.elapsed());
+            screen = get(&mut client).await;
+            // Read mid-change when it differs from the screen 1.3 s later (every transition
+            // of the script is shorter).
+            tokio::time::sleep(FIXED).await;
+            let later = get(&mut client).await;
+            let key = |s: &droidmesh_proto::v1::UiState| {
+                s.elements
+                    .iter()
+                    .map(|e| (e.class_name.clone(), e.text.clone(), e.bounds, e.checked))
+                    .collect::<Vec<_>>()
+            };
+            let moving = key(&screen) != key(&later);
+            screen = later;
+            if moving {
+                mid_change += 1;
+            }
+        }
+        waits.push((name, waited, mid_change));
+        fleet.shutdown().await;
+    }
+    println!(
+        "waiting for the UI over a 10-action script (launch 600 ms, slide 300 ms, switch 150 ms):"
+    );
+    for (name, w, mid) in &waits {
+        let mean = w.iter().sum::<Duration>() / w.len() as u32;
+        println!(
+            "  {name:<18} mean {:>7.1} ms per action (action + wait), states read mid-change: {mid}; each: {:?}",
+            mean.as_secs_f64() * 1e3,
+            w.iter().map(|d| d.as_millis()).collect::<Vec<_>>()
+        );
+    }
+    let mean =
+        |i: usize| waits[i].1.iter().sum::<Duration>().as_secs_f64() / waits[i].1.len() as f64;
+    println!("  adaptive / fixed: {:.2}", mean(0) / mean(1));
 }

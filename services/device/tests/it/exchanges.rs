@@ -1,6 +1,7 @@
-//! How much ADB traffic a CodeAct step costs (a GetState, then one tap): counted at the
-//! simulator (streams opened on the device) on both routes, and, through the adb server, at
-//! a counting proxy in front of it (connections and host requests the device service makes).
+//! How much ADB traffic a CodeAct step costs (a GetState, then one tap that changes the
+//! screen): counted at the simulator (streams opened on the device) on both routes, and,
+//! through the adb server, at a counting proxy in front of it (connections the device service
+//! makes).
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,11 +13,14 @@ use tokio::io::AsyncWriteExt;
 use super::common::*;
 use super::sims::start_fleet;
 
-/// The device streams one step opens: one observation command, one `input tap`.
-const STREAMS_PER_STEP: u64 = 2;
+/// The device streams one step opens: one `input tap`, then, settling, two observations (the
+/// screen changed at once and then held still); the step's GetState is given the second.
+const STREAMS_PER_STEP: u64 = 3;
+/// The same with settling off: one observation command, one `input tap`.
+const STREAMS_PER_STEP_UNSETTLED: u64 = 2;
 /// Connections to the adb server one step opens: one per command (the device's features are
 /// asked once, then kept).
-const SERVER_CONNECTIONS_PER_STEP: u64 = 2;
+const SERVER_CONNECTIONS_PER_STEP: u64 = 3;
 const STEPS: u64 = 5;
 
 /// A TCP proxy to the adb server that counts the connections made through it.
@@ -44,15 +48,38 @@ async fn counting_proxy(server_port: u16) -> (u16, Arc<AtomicU64>) {
     (port, count)
 }
 
+/// Reads the screen, then taps what changes it at once: the Settings icon on the launcher,
+/// the back button in Settings.
 async fn step(client: &mut Client, serial: &str, lease: &droidmesh_proto::v1::Lease) {
-    state(client, serial).await;
-    client
+    let seen = state(client, serial).await;
+    let package = seen
+        .phone
+        .as_ref()
+        .map(|p| p.package.clone())
+        .unwrap_or_default();
+    let point = if package.contains("launcher") {
+        let icon = find(&seen, |e| e.text == "Settings").expect("the launcher shows Settings");
+        let b = icon.bounds.unwrap();
+        Point {
+            x: (b.left + b.right) / 2,
+            y: (b.top + b.bottom) / 2,
+        }
+    } else {
+        // The navigation bar's back button.
+        Point { x: 100, y: 2330 }
+    };
+    let done = client
         .tap(TapRequest {
             lease: lref(lease),
-            target: Some(tap_request::Target::Point(Point { x: 5, y: 5 })),
+            target: Some(tap_request::Target::Point(point)),
         })
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
+    let data = droidmesh_proto::struct_to_json(done.data.as_ref().unwrap());
+    if let Some(settle) = data.get("settle") {
+        assert_eq!(settle["settled"], true, "the tap did not settle: {settle}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -83,6 +110,28 @@ async fn a_step_is_one_observation_and_one_action_at_the_device_on_both_routes()
         after - before,
         STREAMS_PER_STEP * STEPS,
         "direct: streams per {STEPS} steps; the last services: {services:?}"
+    );
+
+    // Without settling: one observation and the action.
+    let mut unsettled = serve(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![serial.clone()],
+        settle_max_ms: 0,
+        ..DeviceConfig::default()
+    })
+    .await;
+    drop(direct);
+    let lease = acquire(&mut unsettled, &serial, "counter-unsettled").await;
+    step(&mut unsettled, &serial, &lease).await;
+    let (before, _) = direct_dev.streams_opened();
+    for _ in 0..STEPS {
+        step(&mut unsettled, &serial, &lease).await;
+    }
+    let (after, services) = direct_dev.streams_opened();
+    assert_eq!(
+        after - before,
+        STREAMS_PER_STEP_UNSETTLED * STEPS,
+        "direct, settling off: streams per {STEPS} steps; the last services: {services:?}"
     );
 
     // Through Debian's adb server, behind a proxy that counts connections.

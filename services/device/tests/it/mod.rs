@@ -9,4 +9,5 @@ mod faults;
 mod flows;
 mod leases;
 mod offline;
+mod settle;
 mod sims;
