@@ -52,6 +52,10 @@ enum Command {
         /// What one `uiautomator dump` costs, in ms (default: 1000 with --realtime, else 0).
         #[arg(long)]
         dump_ms: Option<u64>,
+        /// Give the phones the companion accessibility service (`com.mobilerun.portal`),
+        /// which answers the UI tree through `content query` at once.
+        #[arg(long)]
+        portal: bool,
     },
     /// Run a task and show its progress (starts the mesh in-process unless --gateway is given).
     Run(Box<run::RunArgs>),
@@ -171,6 +175,7 @@ async fn real_main(cli: Cli) -> Result<()> {
             host,
             realtime,
             dump_ms,
+            portal,
         } => {
             let opts = droidmesh_sim::SimOptions {
                 host,
@@ -178,6 +183,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                 devices,
                 realtime,
                 dump_cost: dump_ms.map(std::time::Duration::from_millis),
+                portal,
                 ..droidmesh_sim::SimOptions::default()
             };
             droidmesh_sim::run_until_signal(opts)

@@ -47,6 +47,9 @@ pub struct Device {
     pub realtime: bool,
     /// What one `uiautomator dump` costs, waited before it dumps.
     pub dump_cost: Duration,
+    /// Whether the companion accessibility service (`com.mobilerun.portal`) is installed and
+    /// answers `content query`.
+    pub portal: bool,
     /// The screen change in progress, if any (only in real time).
     pub transition: Option<Transition>,
     /// Setting changes that land later (switches with a delay), oldest first, at most
@@ -195,6 +198,7 @@ impl Device {
             pointer: None,
             realtime: false,
             dump_cost: Duration::ZERO,
+            portal: false,
             transition: None,
             pending: VecDeque::new(),
         }

@@ -62,6 +62,9 @@ pub struct SimOptions {
     /// What one `uiautomator dump` costs; `None`: [`PHONE_DUMP_COST`] in real time, else
     /// nothing.
     pub dump_cost: Option<std::time::Duration>,
+    /// The phone has the companion accessibility service (`com.mobilerun.portal`), which
+    /// answers the UI tree through its content provider at once.
+    pub portal: bool,
 }
 
 /// What `uiautomator dump` costs on a phone (it waits for the UI to idle and writes a file).
@@ -76,6 +79,7 @@ impl Default for SimOptions {
             apps_file: None,
             realtime: false,
             dump_cost: None,
+            portal: false,
         }
     }
 }
@@ -231,6 +235,7 @@ pub async fn start(opts: SimOptions) -> Result<SimFleet, SimError> {
         let serial = format!("droidmesh-sim-{}", addr.port());
         let mut device = Device::new(apps.clone(), &serial);
         device.realtime = opts.realtime;
+        device.portal = opts.portal;
         device.dump_cost = opts.dump_cost.unwrap_or(if opts.realtime {
             PHONE_DUMP_COST
         } else {

@@ -5,6 +5,7 @@ mod adb;
 mod determinism;
 mod flow;
 mod fuzz;
+mod portal;
 mod stdin;
 mod timing;
 mod tools;

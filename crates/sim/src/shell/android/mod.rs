@@ -12,6 +12,7 @@ mod intent;
 mod logcat;
 mod package;
 mod pm;
+pub mod portal;
 mod process;
 mod system;
 mod ui;
@@ -130,7 +131,7 @@ fn android(
         "pidof" => process::pidof(dev, args),
         "run-as" => process::run_as(dev, args),
         "app_process" | "app_process64" => process::app_process(dev, args, env),
-        "content" => process::content(args),
+        "content" => process::content(dev, args),
         "ip" => process::ip(dev, args),
         "ifconfig" => process::ifconfig(dev, args),
         "uiautomator" => ui::uiautomator(dev, args),

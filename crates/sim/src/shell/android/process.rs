@@ -131,10 +131,11 @@ pub(super) fn app_process(dev: &mut Device, args: &[String], env: &[(String, Str
     Output::fail(134, "Aborted")
 }
 
-/// `content query|insert|update|delete|call --uri content://AUTHORITY/...`: no app of the
-/// simulated phone provides content, so every provider is missing. The error goes to stderr and
-/// `content` exits 0, as on a phone.
-pub(super) fn content(args: &[String]) -> Output {
+/// `content query|insert|update|delete|call --uri content://AUTHORITY/...`: the companion
+/// service answers queries of its own authority when the phone has it (`Device::portal`);
+/// every other provider is missing. The error goes to stderr and `content` exits 0, as on a
+/// phone.
+pub(super) fn content(dev: &Device, args: &[String]) -> Output {
     let uri = args
         .iter()
         .position(|a| a == "--uri")
@@ -151,6 +152,16 @@ pub(super) fn content(args: &[String]) -> Output {
         .split('/')
         .next()
         .unwrap_or("");
+    if dev.portal
+        && authority == super::portal::PACKAGE
+        && args.first().is_some_and(|a| a == "query")
+    {
+        let path = uri
+            .strip_prefix("content://")
+            .and_then(|u| u.split_once('/'))
+            .map_or("", |(_, p)| p);
+        return Output::ok(super::portal::query(dev, path));
+    }
     Output::fail(
         0,
         format!(
