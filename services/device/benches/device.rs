@@ -3,6 +3,9 @@
 //! and Tap round trips over gRPC → service → adb server → simulator, plus a breakdown of where
 //! one adb call spends its time. `DEVICE_BENCH=settle` times how long actions wait for the UI
 //! on a phone with realistic transitions: adaptive settling against a fixed 1.3 s wait.
+//! `DEVICE_BENCH=portal` times a step (GetState, then a tap that flips a switch, settled) on a
+//! phone whose `uiautomator dump` costs 1 s, read through uiautomator and through the
+//! companion service.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
@@ -21,6 +24,10 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     if std::env::var("DEVICE_BENCH").as_deref() == Ok("settle") {
         rt.block_on(bench_settle());
+        return;
+    }
+    if std::env::var("DEVICE_BENCH").as_deref() == Ok("portal") {
+        rt.block_on(bench_portal());
         return;
     }
     rt.block_on(bench_direct(iters));
@@ -466,4 +473,96 @@ async fn bench_settle() {
     let mean =
         |i: usize| waits[i].1.iter().sum::<Duration>().as_secs_f64() / waits[i].1.len() as f64;
     println!("  adaptive / fixed: {:.2}", mean(0) / mean(1));
+}
+
+/// `DEVICE_BENCH=portal`: see the module comment.
+async fn bench_portal() {
+    const STEPS: usize = 6;
+    let mut p50s = Vec::new();
+    for portal in [false, true] {
+        let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
+            base_port: 0,
+            portal,
+            dump_cost: Some(droidmesh_sim::PHONE_DUMP_COST),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        fleet.devices()[0].shell("monkey -p com.android.settings 1");
+        let serial = fleet.addrs()[0].to_string();
+        let svc = device_service(DeviceConfig {
+            adb_server: String::new(),
+            direct_devices: vec![serial.clone()],
+            ..DeviceConfig::default()
+        })
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(svc)
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+        );
+        let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let lease = client
+            .acquire_lease(AcquireLeaseRequest {
+                serial: serial.clone(),
+                holder: "bench".into(),
+                ttl_ms: 120_000,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut times = Vec::new();
+        let mut source = String::new();
+        let mut settle = String::new();
+        for _ in 0..STEPS {
+            let t = Instant::now();
+            let state = client
+                .get_state(GetStateRequest {
+                    serial: serial.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            source = state.ui_source.clone();
+            let wifi = state
+                .elements
+                .iter()
+                .find(|e| e.resource_id == "com.android.settings:id/wifi")
+                .expect("the Wi-Fi row");
+            let b = wifi.bounds.unwrap();
+            let tapped = client
+                .tap(TapRequest {
+                    lease: Some(LeaseRef {
+                        serial: serial.clone(),
+                        lease_id: lease.lease_id.clone(),
+                    }),
+                    target: Some(tap_request::Target::Point(Point {
+                        x: (b.left + b.right) / 2,
+                        y: (b.top + b.bottom) / 2,
+                    })),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            settle = droidmesh_proto::struct_to_json(tapped.data.as_ref().unwrap())["settle"]
+                .to_string();
+            times.push(t.elapsed());
+        }
+        println!("  last settle ({source}): {settle}");
+        report(
+            &format!("step (GetState + settled tap), dumps cost 1 s, source {source}"),
+            &mut times,
+        );
+        p50s.push(times[times.len() / 2]);
+        fleet.shutdown().await;
+    }
+    println!(
+        "  companion is {:.1}x faster per step than uiautomator",
+        p50s[0].as_secs_f64() / p50s[1].as_secs_f64()
+    );
 }

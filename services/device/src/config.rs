@@ -27,6 +27,10 @@ pub struct DeviceConfig {
     pub settle_quiet_ms: u64,
     /// Least time between the starts of two observations while settling.
     pub settle_interval_ms: u64,
+    /// Where the UI tree is read from: "auto" (the companion accessibility service
+    /// `com.mobilerun.portal` when the device has it, else `uiautomator dump`), "uiautomator"
+    /// or "portal".
+    pub ui_source: crate::portal::UiSourcePref,
 }
 
 impl Default for DeviceConfig {
@@ -42,6 +46,7 @@ impl Default for DeviceConfig {
             settle_max_ms: 3_000,
             settle_quiet_ms: 250,
             settle_interval_ms: 5,
+            ui_source: crate::portal::UiSourcePref::Auto,
         }
     }
 }

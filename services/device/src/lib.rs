@@ -11,6 +11,7 @@ pub mod labels;
 pub mod lease;
 pub mod metrics;
 pub mod observe;
+pub mod portal;
 pub mod registry;
 pub mod screenshot;
 pub mod secret_fields;

@@ -3,6 +3,9 @@
 //! by markers holding a fresh nonce (text on the screen cannot forge one). A section whose
 //! command fails leaves its own part empty (or, for the dump, its error), not the others.
 //! Through an adb server that is one connection and one device stream instead of three.
+//! The UI section is `uiautomator dump` or the companion service's query (`portal`).
+
+use crate::portal::UiSource;
 
 /// The sections of an observation, in the order the script prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,14 +31,15 @@ impl Section {
 
     /// The command of the section. The dumpsys output is filtered on the device: a phone's
     /// `dumpsys window` runs to hundreds of kilobytes, of which two lines are read.
-    fn command(self) -> &'static str {
+    fn command(self, source: UiSource) -> std::borrow::Cow<'static, str> {
         match self {
-            Section::Ui => "uiautomator dump /dev/tty",
+            Section::Ui if source == UiSource::Portal => crate::portal::state_query().into(),
+            Section::Ui => "uiautomator dump /dev/tty".into(),
             Section::Window => {
-                "dumpsys window | grep -F -e mCurrentFocus= -e mFocusedApp= -e mAppTransitionState="
+                "dumpsys window | grep -F -e mCurrentFocus= -e mFocusedApp= -e mAppTransitionState=".into()
             }
             Section::Ime => {
-                "dumpsys input_method | grep -F -e mInputShown= -e mIsInputViewShown= -e isInputViewShown="
+                "dumpsys input_method | grep -F -e mInputShown= -e mIsInputViewShown= -e isInputViewShown=".into()
             }
         }
     }
@@ -48,13 +52,13 @@ pub fn nonce() -> String {
 
 /// The script: each section's command, then a line `@@dm-NONCE SECTION STATUS@@` (printed on
 /// a line of its own whatever the command printed last).
-pub fn script(nonce: &str) -> String {
+pub fn script(nonce: &str, source: UiSource) -> String {
     Section::ALL
         .iter()
         .map(|s| {
             format!(
                 "{}; printf '\\n@@dm-{nonce} {} %s@@\\n' $?",
-                s.command(),
+                s.command(source),
                 s.name()
             )
         })
@@ -73,6 +77,8 @@ pub struct Part {
 /// The output of [`script`] split into its sections.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Observed {
+    /// Where the UI section came from.
+    pub source: UiSource,
     pub ui: Part,
     pub window: Part,
     pub ime: Part,
@@ -176,7 +182,7 @@ mod tests {
 
     #[test]
     fn the_script_names_each_section_once() {
-        let s = script("n1");
+        let s = script("n1", UiSource::Uiautomator);
         for name in ["ui", "window", "ime"] {
             assert_eq!(s.matches(&format!("@@dm-n1 {name} %s@@")).count(), 1, "{s}");
         }

@@ -31,6 +31,8 @@ pub struct Slot {
     /// What the latest observation looked like and, after an action settled, that
     /// observation for the next `GetState` to use.
     pub settle: crate::settle::SettleState,
+    /// Where this device's UI tree is read from (uiautomator or the companion service).
+    pub ui_source: crate::portal::SourceCell,
 }
 
 impl Slot {
@@ -95,6 +97,7 @@ pub struct Registry {
     timeout: Duration,
     key_path: Option<PathBuf>,
     slots: RwLock<HashMap<String, Arc<Slot>>>,
+    ui_source: crate::portal::UiSourcePref,
     server_warned: std::sync::atomic::AtomicBool,
 }
 
@@ -104,12 +107,14 @@ impl Registry {
         direct: &[SocketAddr],
         timeout: Duration,
         key_path: Option<PathBuf>,
+        ui_source: crate::portal::UiSourcePref,
     ) -> Self {
         let reg = Self {
             server,
             timeout,
             key_path,
             slots: RwLock::default(),
+            ui_source,
             server_warned: std::sync::atomic::AtomicBool::new(false),
         };
         for addr in direct {
@@ -144,6 +149,7 @@ impl Registry {
             described: OnceCell::new(),
             secret_fields: SecretFields::default(),
             settle: crate::settle::SettleState::default(),
+            ui_source: crate::portal::SourceCell::new(self.ui_source),
         });
         self.write().insert(serial, slot.clone());
         slot
@@ -219,6 +225,7 @@ impl Registry {
                         described: OnceCell::new(),
                         secret_fields: SecretFields::default(),
                         settle: crate::settle::SettleState::default(),
+                        ui_source: crate::portal::SourceCell::new(self.ui_source),
                     });
                     slots.insert(d.serial, slot);
                 }

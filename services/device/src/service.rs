@@ -75,6 +75,7 @@ impl DeviceServiceImpl {
                     &direct,
                     Duration::from_millis(cfg.command_timeout_ms),
                     key,
+                    cfg.ui_source,
                 ),
                 leases: LeaseManager::new(clock, cfg.lease_default_ttl_ms, cfg.lease_max_ttl_ms),
                 screenshot_max_side: cfg.screenshot_max_side,

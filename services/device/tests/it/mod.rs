@@ -9,5 +9,6 @@ mod faults;
 mod flows;
 mod leases;
 mod offline;
+mod portal;
 mod settle;
 mod sims;
