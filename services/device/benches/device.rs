@@ -358,7 +358,9 @@ async fn bench_settle() {
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(svc)
-                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+                .serve_with_incoming(
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                ),
         );
         let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
             .await
@@ -501,7 +503,9 @@ async fn bench_portal() {
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(svc)
-                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+                .serve_with_incoming(
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                ),
         );
         let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
             .await
@@ -518,6 +522,7 @@ async fn bench_portal() {
         let mut times = Vec::new();
         let mut source = String::new();
         let mut settle = String::new();
+        let mut reads = Vec::new();
         for _ in 0..STEPS {
             let t = Instant::now();
             let state = client
@@ -529,6 +534,7 @@ async fn bench_portal() {
                 .unwrap()
                 .into_inner();
             source = state.ui_source.clone();
+            reads.push(t.elapsed());
             let wifi = state
                 .elements
                 .iter()
@@ -554,6 +560,10 @@ async fn bench_portal() {
             times.push(t.elapsed());
         }
         println!("  last settle ({source}): {settle}");
+        report(
+            &format!("GetState of that step, source {source}"),
+            &mut reads,
+        );
         report(
             &format!("step (GetState + settled tap), dumps cost 1 s, source {source}"),
             &mut times,
