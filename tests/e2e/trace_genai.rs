@@ -99,6 +99,13 @@ pub fn genai_spans(trace: &[Got], task_id: &str, serial: &str) {
     let tap = one("droidmesh-device", "execute_tool tap");
     has(tap, "droidmesh.task.id", task_id);
     has(tap, "droidmesh.device.serial", serial);
+    // ... and how long it waited for the UI to settle after it.
+    has(tap, "droidmesh.settle.settled", "true");
+    assert!(
+        attr(tap, "droidmesh.settle.wait_ms").is_some_and(|v| v.parse::<u64>().is_ok()),
+        "{:?}",
+        tap.attributes
+    );
     // Model calls: `chat {model}`, one per step, counting what the double reported.
     let chats = named("droidmesh-executor", "chat scripted-model");
     let mut counts: Vec<(u64, u64)> = chats
