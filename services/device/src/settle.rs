@@ -106,18 +106,15 @@ pub fn fingerprint(o: &Observed) -> u64 {
 
 /// Why the screen is still moving, if something says it is.
 pub fn busy(o: &Observed) -> Option<&'static str> {
-    if o.window
-        .text
-        .contains("mAppTransitionState=APP_STATE_RUNNING")
-    {
-        Some("a window animation was still running")
-    } else if o
-        .window
-        .text
+    let window = &o.window.text;
+    // The most specific reason first: a starting window shows during an app transition.
+    if window
         .lines()
         .any(|l| l.contains("mCurrentFocus=") && l.contains("Splash Screen"))
     {
         Some("the app's starting window was still showing")
+    } else if window.contains("mAppTransitionState=APP_STATE_RUNNING") {
+        Some("a window animation was still running")
     } else if o.ui.text.contains("class=\"android.widget.ProgressBar\"") {
         Some("a progress spinner was still showing")
     } else {

@@ -186,3 +186,44 @@ async fn without_settling_the_next_state_is_caught_mid_change() {
     );
     assert!(reports.iter().all(Value::is_null), "{reports:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_that_gives_up_says_so_and_why() {
+    let fleet = realtime_phone().await;
+    let serial = fleet.devices()[0].addr.to_string();
+    let mut client = serve(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![serial.clone()],
+        settle_max_ms: 200,
+        settle_quiet_ms: 100,
+        ..DeviceConfig::default()
+    })
+    .await;
+    let lease = acquire(&mut client, &serial, "settle").await;
+    // The starting window shows for 600 ms: longer than the 200 ms the wait may take.
+    let r = client
+        .start_app(StartAppRequest {
+            lease: lref(&lease),
+            app: Some(start_app_request::App::Package(
+                "com.android.settings".into(),
+            )),
+            activity: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let settle = settle_of(r.data.as_ref());
+    assert_eq!(settle["settled"], false, "{settle}");
+    let reason = settle["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("gave up after 200 ms") && reason.contains("starting window"),
+        "{reason}"
+    );
+    let waited = settle["waited_ms"].as_u64().unwrap();
+    assert!((200..600).contains(&waited), "{settle}");
+    assert!(
+        r.action_taken.contains("the screen had not settled"),
+        "the agent is told: {}",
+        r.action_taken
+    );
+}
