@@ -61,12 +61,11 @@ pub struct Device {
 pub const PENDING_KEPT: usize = 64;
 
 /// A screen change in progress: the starting window until `starting_until`, then the new
-/// screen sliding in until `slide_until` (from `slide_from`), then its spinner until
+/// screen sliding in until `slide_until`, then its spinner until
 /// `loading_until`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transition {
     pub starting_until: Instant,
-    pub slide_from: Instant,
     pub slide_until: Instant,
     pub loading_until: Instant,
 }
@@ -92,7 +91,7 @@ impl Transition {
         } else if now < self.slide_until {
             let total = self
                 .slide_until
-                .duration_since(self.slide_from)
+                .duration_since(self.starting_until)
                 .as_secs_f64();
             let left = self.slide_until.duration_since(now).as_secs_f64();
             let frac = if total > 0.0 { left / total } else { 0.0 };
@@ -258,7 +257,6 @@ impl Device {
         let slide_until = starting_until + Duration::from_millis(slide);
         self.transition = Some(Transition {
             starting_until,
-            slide_from: starting_until,
             slide_until,
             loading_until: slide_until + Duration::from_millis(loading),
         });

@@ -18,9 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::error::Result;
-use crate::observe::{self, Observed};
-use crate::portal::UiSource;
+use crate::observe::Observed;
 use crate::registry::Slot;
 
 /// How an action waits for the UI.
@@ -122,28 +120,6 @@ pub fn busy(o: &Observed) -> Option<&'static str> {
     }
 }
 
-/// Reads the device once: UI tree, focus and keyboard in one command. The tree comes from
-/// the companion service when the device has it (turned into the dump format); when the
-/// companion fails to answer, from `uiautomator dump` for this observation.
-pub async fn observe(slot: &Slot) -> Result<Observed> {
-    let source = slot.ui_source.get(&slot.adb).await;
-    let nonce = observe::nonce();
-    let out = slot.adb.shell(&observe::script(&nonce, source)).await?;
-    let mut observed = observe::split(&out, &nonce);
-    observed.source = source;
-    if source == UiSource::Portal {
-        match crate::portal::to_dump(&observed.ui.text) {
-            Ok(dump) => observed.ui.text = dump,
-            Err(why) => {
-                tracing::debug!(serial = slot.adb.serial(), %why, "the companion service did not answer; reading with uiautomator");
-                observed.ui.text = slot.adb.shell("uiautomator dump /dev/tty").await?;
-                observed.source = UiSource::Uiautomator;
-            }
-        }
-    }
-    Ok(observed)
-}
-
 /// How a wait for the UI ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settled {
@@ -176,7 +152,7 @@ pub async fn settle(slot: &Slot, cfg: &SettleConfig) -> Settled {
     let mut observations = 0u32;
     loop {
         let round = Instant::now();
-        let observed = match observe(slot).await {
+        let observed = match crate::state::observe(slot).await {
             Ok(o) => o,
             Err(e) => {
                 return Settled {

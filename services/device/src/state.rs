@@ -1,4 +1,4 @@
-//! Reading a device: UI dump, focus and keyboard in one command (`observe`), screen size
+//! Reading a device: UI tree, focus and keyboard in one command ([`observe`]), screen size
 //! (once per device) and screenshot, concurrently.
 use std::sync::Arc;
 
@@ -7,6 +7,8 @@ use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
 use crate::device_output::{parse_focus, parse_keyboard_shown, parse_wm};
 use crate::error::{DeviceError, Result};
 use crate::lease::now_unix_ms;
+use crate::observe::{self, Observed};
+use crate::portal::UiSource;
 use crate::registry::Slot;
 use crate::screenshot::fit_png;
 use crate::ui_dump::{ParsedUi, parse_ui_dump};
@@ -59,6 +61,28 @@ pub async fn screenshot(slot: &Slot, max_side: u32) -> Result<Screenshot> {
         .map_err(|e| DeviceError::Image(format!("screenshot worker stopped: {e}")))?
 }
 
+/// Reads the device once: UI tree, focus and keyboard in one command. The tree comes from
+/// the companion service when the device has it (turned into the dump format); when the
+/// companion fails to answer, from `uiautomator dump` for this observation.
+pub async fn observe(slot: &Slot) -> Result<Observed> {
+    let source = slot.ui_source.get(&slot.adb).await;
+    let nonce = observe::nonce();
+    let out = slot.adb.shell(&observe::script(&nonce, source)).await?;
+    let mut observed = observe::split(&out, &nonce);
+    observed.source = source;
+    if source == UiSource::Portal {
+        match crate::portal::to_dump(&observed.ui.text) {
+            Ok(dump) => observed.ui.text = dump,
+            Err(why) => {
+                tracing::debug!(serial = slot.adb.serial(), %why, "the companion service did not answer; reading with uiautomator");
+                observed.ui.text = slot.adb.shell("uiautomator dump /dev/tty").await?;
+                observed.source = UiSource::Uiautomator;
+            }
+        }
+    }
+    Ok(observed)
+}
+
 /// Reads the whole state; the UI snapshot becomes the one later index actions refer to.
 pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result<UiState> {
     let shot = async {
@@ -71,10 +95,14 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
     // the last action settled on, taken just now.
     let observation = async {
         let observed = match slot.settle.take_fresh() {
+            // Its fingerprint was kept with it.
             Some(o) => o,
-            None => crate::settle::observe(slot).await?,
+            None => {
+                let o = observe(slot).await?;
+                slot.settle.seen(&o);
+                o
+            }
         };
-        slot.settle.seen(&observed);
         Ok::<_, DeviceError>(observed)
     };
     let (observed, screen, shot) = tokio::try_join!(observation, screen_size(slot), shot)?;
