@@ -16,6 +16,43 @@ use droidmesh_proto::v1::{
     AcquireLeaseRequest, GetStateRequest, LeaseRef, Point, TapRequest, tap_request,
 };
 
+/// The device service for `cfg` on a loopback port in this process, and a client of it.
+async fn serve(cfg: DeviceConfig) -> DeviceServiceClient<tonic::transport::Channel> {
+    let svc = device_service(cfg).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            ),
+    );
+    DeviceServiceClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
+}
+
+/// A ten-minute lease of `serial`, as actions take it.
+async fn lease(
+    client: &mut DeviceServiceClient<tonic::transport::Channel>,
+    serial: &str,
+) -> Option<LeaseRef> {
+    let lease = client
+        .acquire_lease(AcquireLeaseRequest {
+            serial: serial.to_owned(),
+            holder: "bench".into(),
+            ttl_ms: 600_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    Some(LeaseRef {
+        serial: serial.to_owned(),
+        lease_id: lease.lease_id,
+    })
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs this too: keep that quick.
     let quick = !std::env::args().any(|a| a == "--bench");
@@ -170,19 +207,7 @@ async fn bench_device(iters: usize) {
         settle_max_ms: 0,
         ..DeviceConfig::default()
     };
-    let svc = device_service(cfg).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(svc)
-            .serve_with_incoming(
-                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
-            ),
-    );
-    let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
-        .await
-        .unwrap();
+    let mut client = serve(cfg).await;
 
     // Where one adb call goes: adb_client through the server, a bare shell, no gRPC.
     let server: std::net::SocketAddrV4 = format!("127.0.0.1:{}", adb.port).parse().unwrap();
@@ -268,19 +293,7 @@ async fn bench_device(iters: usize) {
     }
     report("GetState with screenshot (max side 1024)", &mut times);
 
-    let lease = client
-        .acquire_lease(AcquireLeaseRequest {
-            serial: serial.clone(),
-            holder: "bench".into(),
-            ttl_ms: 600_000,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let lease = Some(LeaseRef {
-        serial: serial.clone(),
-        lease_id: lease.lease_id,
-    });
+    let lease = lease(&mut client, &serial).await;
     let mut times = Vec::new();
     for _ in 0..iters {
         let t = Instant::now();
@@ -352,32 +365,9 @@ async fn bench_settle() {
             },
             ..DeviceConfig::default()
         };
-        let svc = device_service(cfg).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(svc)
-                .serve_with_incoming(
-                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
-                ),
-        );
-        let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
-        let lease = client
-            .acquire_lease(AcquireLeaseRequest {
-                serial: serial.clone(),
-                holder: "bench".into(),
-                ttl_ms: 120_000,
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        let lref = Some(LeaseRef {
-            serial: serial.clone(),
-            lease_id: lease.lease_id.clone(),
-        });
+        let mut client = serve(cfg).await;
+        let lease = lease(&mut client, &serial).await;
+        let lref = lease;
         let get = |client: &mut DeviceServiceClient<tonic::transport::Channel>| {
             let serial = serial.clone();
             let mut client = client.clone();
@@ -492,33 +482,13 @@ async fn bench_portal() {
         .unwrap();
         fleet.devices()[0].shell("monkey -p com.android.settings 1");
         let serial = fleet.addrs()[0].to_string();
-        let svc = device_service(DeviceConfig {
+        let mut client = serve(DeviceConfig {
             adb_server: String::new(),
             direct_devices: vec![serial.clone()],
             ..DeviceConfig::default()
         })
-        .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(svc)
-                .serve_with_incoming(
-                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
-                ),
-        );
-        let mut client = DeviceServiceClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
-        let lease = client
-            .acquire_lease(AcquireLeaseRequest {
-                serial: serial.clone(),
-                holder: "bench".into(),
-                ttl_ms: 120_000,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        .await;
+        let lease = lease(&mut client, &serial).await;
         let mut times = Vec::new();
         let mut source = String::new();
         let mut settle = String::new();
@@ -543,10 +513,7 @@ async fn bench_portal() {
             let b = wifi.bounds.unwrap();
             let tapped = client
                 .tap(TapRequest {
-                    lease: Some(LeaseRef {
-                        serial: serial.clone(),
-                        lease_id: lease.lease_id.clone(),
-                    }),
+                    lease: lease.clone(),
                     target: Some(tap_request::Target::Point(Point {
                         x: (b.left + b.right) / 2,
                         y: (b.top + b.bottom) / 2,
