@@ -3,7 +3,8 @@
 use droidmesh_device::{DeviceConfig, device_service};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, GetStateRequest, Lease, LeaseRef, UiElement, UiState,
+    AcquireLeaseRequest, ActionResult, GetStateRequest, Lease, LeaseRef, Point, StartAppRequest,
+    TapRequest, UiElement, UiState, start_app_request, tap_request,
 };
 use tonic::transport::Channel;
 
@@ -70,4 +71,38 @@ pub fn texts(state: &UiState) -> Vec<String> {
         .filter(|e| !e.text.is_empty())
         .map(|e| e.text.clone())
         .collect()
+}
+
+/// A config reaching `serial` straight at its port (no adb server).
+pub fn direct_config(serial: &str) -> DeviceConfig {
+    DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![serial.to_owned()],
+        ..DeviceConfig::default()
+    }
+}
+
+/// Starts `package` (its launcher activity) under `lease`.
+pub async fn start_app(client: &mut Client, lease: &Lease, package: &str) -> ActionResult {
+    client
+        .start_app(StartAppRequest {
+            lease: lref(lease),
+            app: Some(start_app_request::App::Package(package.into())),
+            activity: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// Taps `point` under `lease`.
+pub async fn tap_at(client: &mut Client, lease: &Lease, point: Point) -> ActionResult {
+    client
+        .tap(TapRequest {
+            lease: lref(lease),
+            target: Some(tap_request::Target::Point(point)),
+        })
+        .await
+        .unwrap()
+        .into_inner()
 }

@@ -1,8 +1,7 @@
 //! Devices reached directly over ADB-over-TCP, without an adb server.
 use droidmesh_device::DeviceConfig;
 use droidmesh_proto::v1::{
-    ConnectDeviceRequest, ListDevicesRequest, StartAppRequest, TapRequest, Transport,
-    TypeTextRequest, start_app_request, tap_request,
+    ConnectDeviceRequest, ListDevicesRequest, TapRequest, Transport, TypeTextRequest, tap_request,
 };
 use tonic::Code;
 
@@ -57,16 +56,7 @@ async fn direct_tcp_device_configured_and_connected() {
 
     let serial = addrs[0].to_string();
     let lease = acquire(&mut client, &serial, "direct-test").await;
-    client
-        .start_app(StartAppRequest {
-            lease: lref(&lease),
-            app: Some(start_app_request::App::Package(
-                "com.android.settings".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap();
+    start_app(&mut client, &lease, "com.android.settings").await;
     let st = state(&mut client, &serial).await;
     assert_eq!(st.phone.as_ref().unwrap().package, "com.android.settings");
     assert!(
@@ -99,16 +89,7 @@ async fn multi_line_text_with_quotes_and_percent_signs_arrives_as_written() {
     })
     .await;
     let lease = acquire(&mut client, &serial, "multi-line-test").await;
-    client
-        .start_app(StartAppRequest {
-            lease: lref(&lease),
-            app: Some(start_app_request::App::Package(
-                "com.droidmesh.notes".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap();
+    start_app(&mut client, &lease, "com.droidmesh.notes").await;
     let st = state(&mut client, &serial).await;
     let input = find(&st, |e| e.resource_id.ends_with("note_input")).unwrap();
     let index = input.index;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use droidmesh_device::DeviceConfig;
-use droidmesh_proto::v1::{Point, TapRequest, tap_request};
+use droidmesh_proto::v1::Point;
 use droidmesh_sim::testkit::{AdbServer, require_adb};
 use tokio::io::AsyncWriteExt;
 
@@ -68,14 +68,7 @@ async fn step(client: &mut Client, serial: &str, lease: &droidmesh_proto::v1::Le
         // The navigation bar's back button.
         Point { x: 100, y: 2330 }
     };
-    let done = client
-        .tap(TapRequest {
-            lease: lref(lease),
-            target: Some(tap_request::Target::Point(point)),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let done = tap_at(client, lease, point).await;
     let data = droidmesh_proto::struct_to_json(done.data.as_ref().unwrap());
     if let Some(settle) = data.get("settle") {
         assert_eq!(settle["settled"], true, "the tap did not settle: {settle}");
@@ -92,12 +85,7 @@ async fn a_step_is_one_observation_and_one_action_at_the_device_on_both_routes()
 
     // Straight to the device's port.
     let serial = direct_dev.addr.to_string();
-    let mut direct = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serial.clone()],
-        ..DeviceConfig::default()
-    })
-    .await;
+    let mut direct = serve(direct_config(&serial)).await;
     let lease = acquire(&mut direct, &serial, "counter").await;
     // The first read also learns the screen's size, once.
     step(&mut direct, &serial, &lease).await;
@@ -114,10 +102,8 @@ async fn a_step_is_one_observation_and_one_action_at_the_device_on_both_routes()
 
     // Without settling: one observation and the action.
     let mut unsettled = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serial.clone()],
         settle_max_ms: 0,
-        ..DeviceConfig::default()
+        ..direct_config(&serial)
     })
     .await;
     drop(direct);

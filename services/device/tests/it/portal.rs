@@ -2,7 +2,6 @@
 //! it (the state says so), one without it through uiautomator, and a phone whose companion
 //! stops answering is still read.
 use droidmesh_device::DeviceConfig;
-use droidmesh_proto::v1::{StartAppRequest, start_app_request};
 
 use super::common::*;
 
@@ -20,25 +19,14 @@ async fn settings_state(portal: bool, pref: &str) -> (String, Vec<String>) {
     let fleet = phone(portal).await;
     let serial = fleet.devices()[0].addr.to_string();
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serial.clone()],
         ui_source: toml::from_str::<DeviceConfig>(&format!("ui_source = '{pref}'"))
             .unwrap()
             .ui_source,
-        ..DeviceConfig::default()
+        ..direct_config(&serial)
     })
     .await;
     let lease = acquire(&mut client, &serial, "portal").await;
-    client
-        .start_app(StartAppRequest {
-            lease: lref(&lease),
-            app: Some(start_app_request::App::Package(
-                "com.android.settings".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap();
+    start_app(&mut client, &lease, "com.android.settings").await;
     let s = state(&mut client, &serial).await;
     (s.ui_source.clone(), texts(&s))
 }

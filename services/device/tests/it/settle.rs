@@ -3,9 +3,7 @@
 //! next state is the settled screen and the wait is reported; with it off, the same reads see
 //! the screen mid-change, which shows the test can fail.
 use droidmesh_device::DeviceConfig;
-use droidmesh_proto::v1::{
-    Point, StartAppRequest, TapRequest, UiState, start_app_request, tap_request,
-};
+use droidmesh_proto::v1::{Point, UiState};
 use serde_json::Value;
 
 use super::common::*;
@@ -67,10 +65,8 @@ async fn run(settle_max_ms: u64) -> ([bool; 3], Vec<Value>) {
     let fleet = realtime_phone().await;
     let serial = fleet.devices()[0].addr.to_string();
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serial.clone()],
         settle_max_ms,
-        ..DeviceConfig::default()
+        ..direct_config(&serial)
     })
     .await;
     let lease = acquire(&mut client, &serial, "settle").await;
@@ -78,17 +74,7 @@ async fn run(settle_max_ms: u64) -> ([bool; 3], Vec<Value>) {
     let mut seen = [false; 3];
 
     // Launch Settings: the starting window shows for 600 ms.
-    let r = client
-        .start_app(StartAppRequest {
-            lease: lref(&lease),
-            app: Some(start_app_request::App::Package(
-                "com.android.settings".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = start_app(&mut client, &lease, "com.android.settings").await;
     reports.push(settle_of(r.data.as_ref()));
     let after = state(&mut client, &serial).await;
     seen[0] = texts(&after).iter().any(|t| t == "Wi-Fi");
@@ -100,42 +86,19 @@ async fn run(settle_max_ms: u64) -> ([bool; 3], Vec<Value>) {
     // Flip Wi-Fi (off at start): the setting lands 150 ms after the tap.
     assert!(!wifi_checked(&now));
     let wifi = centre(&now, |e| e.resource_id == "com.android.settings:id/wifi");
-    let r = client
-        .tap(TapRequest {
-            lease: lref(&lease),
-            target: Some(tap_request::Target::Point(wifi)),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = tap_at(&mut client, &lease, wifi).await;
     reports.push(settle_of(r.data.as_ref()));
     seen[1] = wifi_checked(&state(&mut client, &serial).await);
     until(&mut client, &serial, wifi_checked).await;
 
     // Open a contact from the list: the detail screen slides in for 300 ms.
-    client
-        .start_app(StartAppRequest {
-            lease: lref(&lease),
-            app: Some(start_app_request::App::Package(
-                "com.android.contacts".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap();
+    start_app(&mut client, &lease, "com.android.contacts").await;
     let list = until(&mut client, &serial, |s| {
         texts(s).iter().any(|t| t == "Ada Lovelace")
     })
     .await;
     let ada = centre(&list, |e| e.text == "Ada Lovelace");
-    let r = client
-        .tap(TapRequest {
-            lease: lref(&lease),
-            target: Some(tap_request::Target::Point(ada)),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = tap_at(&mut client, &lease, ada).await;
     reports.push(settle_of(r.data.as_ref()));
     let phone = |s: &UiState| {
         find(s, |e| e.text == "+44 20 7946 0101").and_then(|e| e.bounds.map(|b| b.left))
@@ -192,26 +155,14 @@ async fn a_wait_that_gives_up_says_so_and_why() {
     let fleet = realtime_phone().await;
     let serial = fleet.devices()[0].addr.to_string();
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serial.clone()],
         settle_max_ms: 200,
         settle_quiet_ms: 100,
-        ..DeviceConfig::default()
+        ..direct_config(&serial)
     })
     .await;
     let lease = acquire(&mut client, &serial, "settle").await;
     // The starting window shows for 600 ms: longer than the 200 ms the wait may take.
-    let r = client
-        .start_app(StartAppRequest {
-            lease: lref(&lease),
-            app: Some(start_app_request::App::Package(
-                "com.android.settings".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = start_app(&mut client, &lease, "com.android.settings").await;
     let settle = settle_of(r.data.as_ref());
     assert_eq!(settle["settled"], false, "{settle}");
     let reason = settle["reason"].as_str().unwrap();
