@@ -31,6 +31,20 @@ const STEP: &str = "```javascript\nconsole.log(ui_state.length)\n```";
 /// executor the action under it (a key press, so every step reaches the device).
 const REASONING_STEP: &str = "<thought>\nnext\n</thought>\n<plan>\n1. Press the down key\n</plan>\n\n### Action\n{\"action\": \"press_key\", \"key\": \"dpad_down\"}\n";
 
+/// A zero-latency model double that answers every request with `reply`.
+async fn replying(reply: &str) -> MockLlmServer {
+    let llm = MockLlmServer::start(vec![]).await.unwrap();
+    llm.set_log_requests(false);
+    llm.set_fallback(MockResponse::success(
+        WireFormat::Openai,
+        reply,
+        "bench",
+        100,
+        10,
+    ));
+    llm
+}
+
 struct Mesh {
     gateway: GatewayClient<tonic::transport::Channel>,
     device_ep: String,
@@ -254,15 +268,7 @@ async fn main() {
     device_footprint().await;
 
     // 1. Framework overhead per step: zero-latency LLM double, one task.
-    let llm = MockLlmServer::start(vec![]).await.unwrap();
-    llm.set_log_requests(false);
-    llm.set_fallback(MockResponse::success(
-        WireFormat::Openai,
-        STEP,
-        "bench",
-        100,
-        10,
-    ));
+    let llm = replying(STEP).await;
     let mesh = start(1, &llm.url()).await;
     let _warm = task(&mesh, &mesh.serials[0], 5).await;
     let mut steps = task(&mesh, &mesh.serials[0], 200).await;
@@ -486,15 +492,7 @@ async fn killed_executor() {
 /// directly (same requests, same mesh); each step has two handoffs (to the executor, back to
 /// the manager).
 async fn reasoning() {
-    let llm = MockLlmServer::start(vec![]).await.unwrap();
-    llm.set_log_requests(false);
-    llm.set_fallback(MockResponse::success(
-        WireFormat::Openai,
-        REASONING_STEP,
-        "bench",
-        100,
-        10,
-    ));
+    let llm = replying(REASONING_STEP).await;
     let mesh = start(1, &llm.url()).await;
     let serial = mesh.serials[0].clone();
     let _warm = task_in(&mesh, &serial, 5, Mode::Reasoning).await;
@@ -838,15 +836,7 @@ async fn store_throughput(clients: usize, per_client: usize) {
 /// `MESH_BENCH=steps`: a CodeAct step with a zero-latency model, the phone reached straight at
 /// its port and through Debian's adb server, in one run.
 async fn steps_by_route() {
-    let llm = MockLlmServer::start(vec![]).await.unwrap();
-    llm.set_log_requests(false);
-    llm.set_fallback(MockResponse::success(
-        WireFormat::Openai,
-        STEP,
-        "bench",
-        100,
-        10,
-    ));
+    let llm = replying(STEP).await;
     if !droidmesh_sim::testkit::adb_available() {
         println!("adb is not installed: only the direct route is measured");
     }
