@@ -70,7 +70,7 @@ async fn measure(name: &str, store: Arc<Store>) {
         state: TaskState::Running as i32,
         ..Task::default()
     };
-    let (entry, _control) = store.create(task).await.unwrap();
+    let (entry, _control) = store.create(task, Default::default()).await.unwrap();
     let mut watchers: Vec<EventStream> = (0..WATCHERS)
         .map(|_| droidmesh_gateway::watch::watch(entry.clone(), 1, false).unwrap())
         .collect();

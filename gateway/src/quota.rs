@@ -1,6 +1,7 @@
 //! Per-tenant limits: tasks running at once and tasks created per minute
 //! (`gateway.auth.max_running_per_tenant`, `gateway.auth.tasks_per_minute_per_tenant`; 0: no
-//! limit), counted in this process only (replicas behind a balancer each allow as many); and
+//! limit), counted in this process first; with a task store several gateway replicas share
+//! (PostgreSQL), counted again across them by the store as it records the task; and
 //! model tokens per UTC day (`gateway.auth.model_tokens_per_day_per_tenant`), summed in the
 //! task store, so it holds across restarts and replicas sharing a store.
 use std::collections::{HashMap, VecDeque};
@@ -36,6 +37,46 @@ pub struct Quotas {
 pub struct OverLimit {
     pub message: String,
     pub retry_after_secs: u64,
+}
+
+impl OverLimit {
+    /// The tenant has `running` tasks running, its limit.
+    pub fn running(running: u64) -> Self {
+        Self {
+            message: format!(
+                "this tenant already has {running} tasks running, its limit \
+                 (gateway.auth.max_running_per_tenant); try again once one has ended"
+            ),
+            retry_after_secs: 5,
+        }
+    }
+
+    /// The tenant created `created` tasks in the last minute, its limit; the oldest of them
+    /// leaves the minute after `wait`.
+    pub fn per_minute(created: u64, wait: Duration) -> Self {
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        Self {
+            message: format!(
+                "this tenant created {created} tasks in the last minute, its limit \
+                 (gateway.auth.tasks_per_minute_per_tenant); try again in {secs} s"
+            ),
+            retry_after_secs: secs.max(1),
+        }
+    }
+}
+
+/// The limits on one tenant's tasks that a task store shared by several gateway processes
+/// checks as it records a task (0: no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TenantLimits {
+    pub max_running: u32,
+    pub per_minute: u32,
+}
+
+impl TenantLimits {
+    pub fn any(&self) -> bool {
+        self.max_running > 0 || self.per_minute > 0
+    }
 }
 
 /// A running task's place in its tenant's count; given back when dropped. Until
@@ -82,6 +123,14 @@ impl Quotas {
         }
     }
 
+    /// The limits, for a task store shared with other processes to check across them.
+    pub fn limits(&self) -> TenantLimits {
+        TenantLimits {
+            max_running: self.max_running,
+            per_minute: self.per_minute,
+        }
+    }
+
     /// Admits one more task of `tenant`, or says which limit it is over and when to retry.
     pub fn admit(&self, tenant: &str) -> Result<Slot, OverLimit> {
         if self.max_running == 0 && self.per_minute == 0 {
@@ -107,27 +156,12 @@ impl Quotas {
         });
         let u = tenants.entry(tenant.to_owned()).or_default();
         if self.max_running > 0 && u.running >= self.max_running {
-            return Err(OverLimit {
-                message: format!(
-                    "this tenant already has {} tasks running, its limit \
-                     (gateway.auth.max_running_per_tenant); try again once one has ended",
-                    u.running
-                ),
-                retry_after_secs: 5,
-            });
+            return Err(OverLimit::running(u.running.into()));
         }
         if self.per_minute > 0 && u.started.len() >= self.per_minute as usize {
             let oldest = u.started.front().copied().unwrap_or(now);
             let wait = MINUTE.saturating_sub(now.duration_since(oldest));
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            return Err(OverLimit {
-                message: format!(
-                    "this tenant created {} tasks in the last minute, its limit \
-                     (gateway.auth.tasks_per_minute_per_tenant); try again in {secs} s",
-                    u.started.len()
-                ),
-                retry_after_secs: secs.max(1),
-            });
+            return Err(OverLimit::per_minute(u.started.len() as u64, wait));
         }
         u.running += 1;
         let counted_at = (self.per_minute > 0).then(|| {

@@ -224,7 +224,7 @@ impl GatewayService {
             tenant: caller.tenant,
             ..Task::default()
         };
-        let (entry, control) = match self.store.create(task).await {
+        let (entry, control) = match self.store.create(task, self.quotas.limits()).await {
             Ok(created) => created,
             Err(e) => {
                 if let Some(lease) = &lease {

@@ -130,14 +130,23 @@ impl Store {
 
     /// Registers a new task, first in the task store if there is one (so a task whose id a
     /// client was given survives a crash).
+    /// A store shared with other gateway processes refuses the task when its tenant is over
+    /// `limits` counting theirs too.
     pub async fn create(
         &self,
         task: Task,
+        limits: crate::quota::TenantLimits,
     ) -> Result<(Arc<TaskEntry>, mpsc::Receiver<Control>), GatewayError> {
         let Some(d) = &self.durable else {
             return Ok(self.insert(task));
         };
-        let ord = d.backend.create(&task, &d.owner).await?;
+        let ord = match d.backend.create_within(&task, &d.owner, limits).await {
+            Ok(ord) => ord,
+            Err(crate::persist::StoreError::OverLimit(over)) => {
+                return Err(GatewayError::OverLimit(over));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let mut index = self.lock();
         Ok(Self::add(
             &mut index,

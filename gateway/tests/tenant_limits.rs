@@ -261,3 +261,112 @@ async fn a_tenant_whose_tasks_used_the_days_model_tokens_is_refused_until_tomorr
     )
     .await;
 }
+
+/// Two gateway replicas on one PostgreSQL store count a tenant's tasks together: a task
+/// running on one takes the tenant's only place on the other, and the minute's tasks are
+/// counted across both.
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_hold_across_gateway_replicas_sharing_a_postgresql_store() {
+    use droidmesh_gateway::persist::pg_testkit::{PgServer, require_postgres};
+    let Some(shared) = shared() else { return };
+    if !require_postgres("limits_hold_across_gateway_replicas_sharing_a_postgresql_store") {
+        return;
+    }
+    let pg = PgServer::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    write_keys(
+        &path,
+        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
+    );
+    let mut cfg = test_config();
+    cfg.store = pg.url();
+    cfg.auth.keys_file = Some(path);
+    cfg.auth.max_running_per_tenant = 1;
+    cfg.auth.tasks_per_minute_per_tenant = 2;
+    let a = stack_with(shared, None, cfg.clone()).await;
+    let b = stack_with(shared, None, cfg).await;
+    let (mut a, mut b) = (a.gateway.clone(), b.gateway.clone());
+    let (on_a, on_b) = (&shared.serials[27], &shared.serials[28]);
+    let first = a
+        .submit_task(with_key(ACME, request("slow work", on_a)))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    let e = b
+        .submit_task(with_key(ACME, request("slow work", on_b)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains("1 tasks running"), "{}", e.message());
+    assert_eq!(e.metadata().get("retry-after").unwrap(), "5");
+    // Refused before anything was created: the phone leased for it was given back.
+    let theirs = b
+        .submit_task(with_key(GLOBEX, request("slow work", on_b)))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    b.cancel_task(with_key(
+        GLOBEX,
+        CancelTaskRequest {
+            task_id: theirs,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+
+    a.cancel_task(with_key(
+        ACME,
+        CancelTaskRequest {
+            task_id: first,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+    // Once the first has ended (in the store), the other replica admits the tenant's second.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match b
+            .submit_task(with_key(ACME, request("answer: two", on_b)))
+            .await
+        {
+            Ok(_) => break,
+            Err(e) => assert!(
+                e.message().contains("tasks running") || e.code() == Code::FailedPrecondition,
+                "{e:?}"
+            ),
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cancelled task's place was not given back across replicas within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The third of the minute is refused on the first replica, which created only one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let e = loop {
+        let e = a
+            .submit_task(with_key(ACME, request("answer: three", on_a)))
+            .await
+            .unwrap_err();
+        if e.message().contains("tasks in the last minute") {
+            break e;
+        }
+        assert!(e.message().contains("tasks running"), "{e:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the per-minute limit was never reached across replicas"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert!(
+        e.message().contains("2 tasks in the last minute"),
+        "{}",
+        e.message()
+    );
+}

@@ -15,10 +15,11 @@ mod conformance;
 
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
 
+pub use crate::quota::{OverLimit, TenantLimits};
 pub use crate::store::Retention;
 
 /// Version of the schema this build writes. A store written by a newer one is refused.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One event as stored: its seq and its encoding without the task id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +62,10 @@ pub enum StoreError {
     /// One operation failed (the store may work again later).
     #[error("task store ({store}): {message}")]
     Failed { store: String, message: String },
+    /// The task was not recorded: its tenant is over a limit counted across every process
+    /// sharing the store.
+    #[error("{}", .0.message)]
+    OverLimit(OverLimit),
     /// A stored record or event does not decode.
     #[error("task store ({store}): a stored {what} does not decode: {message}")]
     Corrupt {
@@ -79,6 +84,21 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Records a new task, owned by `owner` (this process), and returns its creation order:
     /// larger for newer tasks, never reused.
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError>;
+
+    /// [`TaskStore::create`], once the task's tenant is found within `limits` counting the
+    /// tasks of every process sharing the store: its tasks not ended and those created in the
+    /// minute before `task.created_at_ms`. Else nothing is recorded and the answer is
+    /// [`StoreError::OverLimit`]. An embedded store belongs to one process, whose own count
+    /// (`crate::quota`) is exact, so it only records the task.
+    async fn create_within(
+        &self,
+        task: &Task,
+        owner: &str,
+        limits: TenantLimits,
+    ) -> Result<u64, StoreError> {
+        let _ = limits;
+        self.create(task, owner).await
+    }
 
     /// Writes every record and its new events in one transaction, for the process `owner`.
     /// Returns the ids of tasks it did not write because another process has taken them

@@ -9,14 +9,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState};
 use prost::Message as _;
 
 use super::pg_pool::{Conn, Pool, pg_error, redact_url};
 use super::pg_tls::MakeRustls;
 use super::{
-    Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
-    tokens_of,
+    Orphan, OverLimit, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, TenantLimits,
+    decode_event, decode_task, tokens_of,
 };
 
 /// Schema changes, in order: entry `n` brings a database from version `n` to `n + 1`.
@@ -53,6 +53,8 @@ const MIGRATIONS: &[&str] = &[
     // (tasks stored before: 0).
     "ALTER TABLE tasks ADD COLUMN tokens BIGINT NOT NULL DEFAULT 0;
     CREATE INDEX tasks_by_tenant_created ON tasks (tenant, created_at_ms);",
+    // 3 → 4: each tenant's tasks not ended, counted for its limit on running tasks.
+    "CREATE INDEX tasks_unfinished_by_tenant ON tasks (tenant) WHERE ended_at_ms IS NULL;",
 ];
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
 
@@ -60,6 +62,8 @@ const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
 const MIGRATION_LOCK: i64 = 0x6472_6f69_646d_7368;
 /// Longest one operation takes, waiting for a connection included.
 const DEADLINE: Duration = Duration::from_secs(15);
+/// The window of the limit on tasks created per minute.
+const MINUTE_MS: i64 = 60_000;
 /// Most ended tasks forgotten, and most orphans claimed, in one transaction.
 const BATCH: i64 = 1_000;
 
@@ -108,6 +112,17 @@ const HEARTBEAT: &str = "INSERT INTO replicas (owner, seen_at) VALUES ($1, now()
 /// Rows of replicas gone for long (a missing row reads as a stopped replica, like a stale one).
 const FORGET_REPLICAS: &str =
     "DELETE FROM replicas WHERE seen_at < now() - $1::float8 * interval '1 second'";
+/// Holds the tenant's lock until the transaction ends: replicas recording tasks of one
+/// tenant count and insert one after another.
+const TENANT_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('droidmesh tenant ' || $1, 0))";
+/// The tenant's tasks not ended (`$2`: the final states), its tasks created after `$3`, and
+/// the oldest of those.
+const TENANT_USE: &str = "SELECT
+        (SELECT count(*) FROM tasks
+            WHERE tenant = $1 AND ended_at_ms IS NULL AND state <> ALL($2::int4[])),
+        count(*), min(created_at_ms)
+    FROM tasks WHERE tenant = $1 AND created_at_ms > $3";
 const COUNT: &str = "SELECT count(*) FROM tasks";
 const TOKENS: &str = "SELECT LEAST(COALESCE(SUM(tokens), 0), 9223372036854775807)::int8 FROM tasks
     WHERE tenant = $1 AND created_at_ms >= $2";
@@ -366,6 +381,65 @@ impl TaskStore for PostgresStore {
                 .await?;
             Ok(uint(row.get(0)))
         })
+    }
+
+    async fn create_within(
+        &self,
+        task: &Task,
+        owner: &str,
+        limits: TenantLimits,
+    ) -> Result<u64, StoreError> {
+        if !limits.any() {
+            return self.create(task, owner).await;
+        }
+        let record = task.encode_to_vec();
+        let finals = [
+            TaskState::Succeeded as i32,
+            TaskState::Failed as i32,
+            TaskState::Cancelled as i32,
+        ];
+        let since = task.created_at_ms.saturating_sub(MINUTE_MS);
+        let admitted = with_conn!(self, c => {
+            let (lock, used, create) = (
+                c.statement(TENANT_LOCK).await?,
+                c.statement(TENANT_USE).await?,
+                c.statement(CREATE).await?,
+            );
+            let tx = c.client.transaction().await?;
+            tx.execute(&lock, &[&task.tenant]).await?;
+            // Counted after the lock is held: in READ COMMITTED each statement sees what was
+            // committed before it began, so every task recorded under the lock is seen.
+            let row = tx.query_one(&used, &[&task.tenant, &finals.as_slice(), &since]).await?;
+            let (running, recent, oldest): (i64, i64, Option<i64>) =
+                (row.get(0), row.get(1), row.get(2));
+            if limits.max_running > 0 && running >= i64::from(limits.max_running) {
+                return Ok(Err(OverLimit::running(uint(running))));
+            }
+            if limits.per_minute > 0 && recent >= i64::from(limits.per_minute) {
+                let leaves = oldest.unwrap_or(task.created_at_ms) + MINUTE_MS;
+                let wait = uint(leaves.saturating_sub(task.created_at_ms));
+                return Ok(Err(OverLimit::per_minute(
+                    uint(recent),
+                    Duration::from_millis(wait),
+                )));
+            }
+            let row = tx
+                .query_one(
+                    &create,
+                    &[
+                        &task.id,
+                        &task.state,
+                        &owner,
+                        &task.created_at_ms,
+                        &record,
+                        &task.tenant,
+                    ],
+                )
+                .await?;
+            tx.commit().await?;
+            Ok(Ok(uint(row.get(0))))
+        })?;
+        admitted.map_err(StoreError::OverLimit)
     }
 
     async fn write(&self, owner: &str, batch: Vec<TaskWrite>) -> Result<Vec<String>, StoreError> {

@@ -264,7 +264,10 @@ async fn events_wait_in_memory_while_the_database_is_down() {
         "me".into(),
     ));
     crate::persist::persister::spawn(&store);
-    let (entry, _control) = store.create(task("t1", TaskState::Running)).await.unwrap();
+    let (entry, _control) = store
+        .create(task("t1", TaskState::Running), Default::default())
+        .await
+        .unwrap();
     let push = |n: u64| {
         entry.push(task_event::Kind::Status(TaskStatus {
             state: TaskState::Running as i32,
@@ -428,7 +431,10 @@ async fn a_replica_whose_task_was_taken_over_stops_its_run() {
         "me".into(),
     ));
     crate::persist::persister::spawn(&store);
-    let (entry, _control) = store.create(task("t1", TaskState::Running)).await.unwrap();
+    let (entry, _control) = store
+        .create(task("t1", TaskState::Running), Default::default())
+        .await
+        .unwrap();
     pg.sql("UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE owner = 'me'")
         .await;
     let other = pg.store("other", MINUTE).await;
@@ -554,4 +560,120 @@ async fn sslmode_require_against_a_server_without_tls_is_refused() {
     };
     assert!(e.to_lowercase().contains("tls"), "{e}");
     assert!(!e.contains(PASSWORD), "{e}");
+}
+
+/// A task of `tenant` created at `at_ms`, running.
+fn tenant_task(id: &str, tenant: &str, at_ms: i64) -> Task {
+    Task {
+        tenant: tenant.into(),
+        created_at_ms: at_ms,
+        ..task(id, TaskState::Running)
+    }
+}
+
+fn over(e: StoreError) -> crate::persist::OverLimit {
+    match e {
+        StoreError::OverLimit(over) => over,
+        other => panic!("not a limit: {other:?}"),
+    }
+}
+
+/// Two replicas recording tasks of one tenant count each other's: a running task on one holds
+/// the tenant's only place on the other until it has ended, and the tasks per minute are
+/// counted across both, with the wait until the oldest leaves the minute.
+#[tokio::test]
+async fn tenant_limits_count_the_tasks_of_every_replica() {
+    let Some(pg) = Pg::start("tenant_limits_count_the_tasks_of_every_replica") else {
+        return;
+    };
+    let (a, b) = (pg.store("a", MINUTE).await, pg.store("b", MINUTE).await);
+    let one = TenantLimits {
+        max_running: 1,
+        per_minute: 0,
+    };
+    let t0 = 1_000_000;
+    let mut first = tenant_task("a1", "acme", t0);
+    a.create_within(&first, "a", one).await.unwrap();
+    let e = over(
+        b.create_within(&tenant_task("b1", "acme", t0 + 10), "b", one)
+            .await
+            .unwrap_err(),
+    );
+    assert!(e.message.contains("1 tasks running"), "{}", e.message);
+    assert_eq!(e.retry_after_secs, 5);
+    // Nothing was recorded, and another tenant has its own count.
+    assert!(b.task("b1").await.unwrap().is_none());
+    b.create_within(&tenant_task("g1", "globex", t0 + 10), "b", one)
+        .await
+        .unwrap();
+    // Once its state is final the first no longer counts as running.
+    first.state = TaskState::Succeeded as i32;
+    a.write("a", vec![write(first, Vec::new(), Some(t0 + 20))])
+        .await
+        .unwrap();
+    b.create_within(&tenant_task("b1", "acme", t0 + 30), "b", one)
+        .await
+        .unwrap();
+
+    let two_a_minute = TenantLimits {
+        max_running: 0,
+        per_minute: 2,
+    };
+    // acme created a1 at t0 and b1 at t0 + 30: the third within the minute waits for a1 to
+    // leave it.
+    let e = over(
+        a.create_within(&tenant_task("a2", "acme", t0 + 40_000), "a", two_a_minute)
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        e.message.contains("2 tasks in the last minute"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.retry_after_secs, 20);
+    a.create_within(&tenant_task("a2", "acme", t0 + 60_000), "a", two_a_minute)
+        .await
+        .unwrap();
+}
+
+/// Replicas admitting one tenant's tasks at the same moment admit no more than its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_racing_for_a_tenants_last_places_admit_no_more_than_its_limit() {
+    let Some(pg) =
+        Pg::start("replicas_racing_for_a_tenants_last_places_admit_no_more_than_its_limit")
+    else {
+        return;
+    };
+    let stores: Vec<Arc<PostgresStore>> = vec![
+        Arc::new(pg.store("r1", MINUTE).await),
+        Arc::new(pg.store("r2", MINUTE).await),
+    ];
+    let limits = TenantLimits {
+        max_running: 3,
+        per_minute: 0,
+    };
+    // Rounds of a tenant each, every request started at once from both replicas.
+    for round in 0..5 {
+        let tenant = format!("tenant{round}");
+        let start = Arc::new(tokio::sync::Barrier::new(32));
+        let handles = (0..32)
+            .map(|i| {
+                let (store, start) = (stores[i % 2].clone(), start.clone());
+                let owner = if i % 2 == 0 { "r1" } else { "r2" };
+                let t = tenant_task(&format!("{tenant}-{i}"), &tenant, 1_000);
+                tokio::spawn(async move {
+                    start.wait().await;
+                    store.create_within(&t, owner, limits).await
+                })
+            })
+            .collect();
+        let results = futures_join(handles).await;
+        let admitted = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(admitted, 3, "round {round}: {results:?}");
+        for r in results.into_iter().filter_map(Result::err) {
+            assert!(over(r).message.contains("3 tasks running"));
+        }
+    }
+    assert_eq!(stores[0].count().await.unwrap(), 15);
 }

@@ -44,6 +44,9 @@ const MIGRATIONS: &[&str] = &[
     // (tasks stored before: 0).
     "ALTER TABLE tasks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX tasks_by_tenant_created ON tasks (tenant, created_at_ms);",
+    // 3 → 4: nothing here (the shared store indexes its unfinished tasks by tenant, to count
+    // them across replicas; one process owns an embedded store and counts its own).
+    "",
 ];
 
 /// Most ended tasks forgotten in one transaction (a prune that has more to do goes on at its
