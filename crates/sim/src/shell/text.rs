@@ -9,6 +9,33 @@ use super::Output;
 /// Most memory one compiled `grep` pattern may take.
 const REGEX_LIMIT: usize = 1 << 20;
 
+/// Most compiled patterns kept (more: the cache starts over).
+const REGEX_CACHE: usize = 64;
+
+/// The pattern compiled, from a cache of the last ones used: tools grep the same way every
+/// time (the device service reads `dumpsys window` through one grep per observation), and
+/// building the automaton costs more than running it.
+fn compiled(source: &str, case_insensitive: bool) -> Result<Regex, regex::Error> {
+    type Cache = std::collections::HashMap<(String, bool), Regex>;
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<Cache>> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (source.to_owned(), case_insensitive);
+    if let Some(re) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(re.clone());
+    }
+    let re = RegexBuilder::new(source)
+        .case_insensitive(case_insensitive)
+        .size_limit(REGEX_LIMIT)
+        .dfa_size_limit(REGEX_LIMIT)
+        .build()?;
+    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= REGEX_CACHE {
+        cache.clear();
+    }
+    cache.insert(key, re.clone());
+    Ok(re)
+}
+
 /// A basic regular expression (grep without -E) in the syntax of the `regex` crate: `\(` `\)`
 /// `\{` `\}` `\|` `\+` `\?` are operators, their plain forms literal.
 fn from_basic(p: &str) -> String {
@@ -97,12 +124,7 @@ pub fn grep(
     if has('x') {
         source = format!("^(?:{source})$");
     }
-    let re: Regex = match RegexBuilder::new(&source)
-        .case_insensitive(has('i'))
-        .size_limit(REGEX_LIMIT)
-        .dfa_size_limit(REGEX_LIMIT)
-        .build()
-    {
+    let re: Regex = match compiled(&source, has('i')) {
         Ok(re) => re,
         Err(e) => {
             return Output::fail(
