@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use droidmesh_agent::parse::{CodeChoice, IgnoredWhy, PromptEcho, choose_code, final_message};
+use droidmesh_agent::parse::{
+    CodeChoice, EchoText, IgnoredWhy, PromptEcho, choose_code, final_message,
+};
 use droidmesh_agent::prompts::{CodeActStep, PromptSet, ScripterUser};
 use droidmesh_llm::{CallTags, ChatRequest, ChatTarget, LlmClient, Message};
 use droidmesh_proto::v1::{
@@ -168,8 +170,11 @@ impl Run {
                     // Only code the model wrote for this step runs: not code it copied back
                     // from the prompt (a copied example could call out to the network).
                     let own = history.iter();
-                    let echo = PromptEcho::new([self.system.as_str(), user.as_str()])
-                        .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
+                    let echo = PromptEcho::of([
+                        EchoText::shared(&self.system),
+                        std::sync::Arc::new(EchoText::new(user.as_str())),
+                    ])
+                    .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
                     let choice = choose_code(&r.text, &echo);
                     record.thought = choice.prose.clone();
                     record.notice = choice.summary();

@@ -14,7 +14,8 @@
 //!
 //! Every block left out is listed in [`CodeChoice::ignored`], so the step can say what was
 //! ignored and the model can be told to write one block of its own.
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::code::extract_code;
 
@@ -24,42 +25,106 @@ const MIN_LINE: usize = 8;
 /// Shortest code that counts as copied when it is a part of the prompt's text rather than one
 /// of its blocks.
 const MIN_PART: usize = 24;
+/// Most prompt texts [`EchoText::shared`] keeps read (more: it starts over).
+const MAX_SHARED: usize = 32;
+
+/// One text of the prompt (the system prompt, a step's message), read for echoes as far as a
+/// question needs: its code blocks, its lines and its whole text, whitespace collapsed, each
+/// worked out once, on first use. A system prompt that every step and every task shows is read
+/// once for all of them ([`EchoText::shared`]).
+#[derive(Debug, Default)]
+pub struct EchoText {
+    raw: String,
+    blocks: OnceLock<HashSet<String>>,
+    lines: OnceLock<HashSet<String>>,
+    text: OnceLock<String>,
+}
+
+impl EchoText {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            raw: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The text read once for the whole process: the same text asked again (a system prompt
+    /// shared by steps and tasks) is the same reading.
+    pub fn shared(text: &str) -> Arc<Self> {
+        static SHARED: OnceLock<Mutex<HashMap<String, Arc<EchoText>>>> = OnceLock::new();
+        let map = SHARED.get_or_init(Mutex::default);
+        let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = map.get(text) {
+            return t.clone();
+        }
+        if map.len() >= MAX_SHARED {
+            map.clear();
+        }
+        let t = Arc::new(Self::new(text));
+        map.insert(text.to_owned(), t.clone());
+        t
+    }
+
+    fn blocks(&self) -> &HashSet<String> {
+        self.blocks.get_or_init(|| {
+            extract_code(&self.raw)
+                .blocks
+                .iter()
+                .map(|b| normal(b))
+                .collect()
+        })
+    }
+
+    fn lines(&self) -> &HashSet<String> {
+        self.lines.get_or_init(|| {
+            self.raw
+                .lines()
+                .map(normal)
+                .filter(|l| l.chars().count() >= MIN_LINE)
+                .collect()
+        })
+    }
+
+    fn text(&self) -> &str {
+        self.text.get_or_init(|| normal(&self.raw))
+    }
+}
 
 /// What the model was shown this step, kept in a form that answers "was this copied?".
 #[derive(Debug, Clone, Default)]
 pub struct PromptEcho {
-    /// Code blocks the prompt brings itself (examples).
-    blocks: HashSet<String>,
-    /// Code the model wrote in earlier steps, shown back to it.
+    /// The texts of the prompt.
+    parts: Vec<Arc<EchoText>>,
+    /// Code the model wrote in earlier steps, shown back to it (its own to repeat).
     own_blocks: HashSet<String>,
-    /// Lines of the prompt the model did not write.
-    lines: HashSet<String>,
-    text: String,
+    /// Lines the model wrote itself: no evidence of copying.
+    own_lines: HashSet<String>,
 }
 
 /// Collapses every run of whitespace to one space and trims.
 fn normal(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 impl PromptEcho {
     /// From the texts of the prompt: the system prompt and this step's message, say.
     pub fn new<'a>(prompt: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut echo = Self::default();
-        for text in prompt {
-            for block in extract_code(text).blocks {
-                echo.blocks.insert(normal(&block));
-            }
-            for line in text.lines() {
-                let line = normal(line);
-                if line.chars().count() >= MIN_LINE {
-                    echo.lines.insert(line);
-                }
-            }
-            echo.text.push_str(&normal(text));
-            echo.text.push('\n');
+        Self::of(prompt.into_iter().map(|t| Arc::new(EchoText::new(t))))
+    }
+
+    /// From texts already read (a system prompt's [`EchoText::shared`], say).
+    pub fn of(parts: impl IntoIterator<Item = Arc<EchoText>>) -> Self {
+        Self {
+            parts: parts.into_iter().collect(),
+            ..Self::default()
         }
-        echo
     }
 
     /// Marks what the model itself wrote in earlier steps (their thoughts and code, as the
@@ -67,12 +132,9 @@ impl PromptEcho {
     /// model's own to repeat.
     pub fn with_own_words<'a>(mut self, own: impl IntoIterator<Item = &'a str>) -> Self {
         for text in own {
-            for line in text.lines() {
-                self.lines.remove(&normal(line));
-            }
+            self.own_lines.extend(text.lines().map(normal));
             let code = normal(text);
             if !code.is_empty() {
-                self.blocks.remove(&code);
                 self.own_blocks.insert(code);
             }
         }
@@ -86,18 +148,21 @@ impl PromptEcho {
         if code.is_empty() {
             return None;
         }
-        if self.blocks.contains(&code) {
-            return Some(true);
-        }
         if self.own_blocks.contains(&code) {
             return Some(false);
         }
-        (code.chars().count() >= MIN_PART && self.text.contains(&code)).then_some(true)
+        if self.parts.iter().any(|p| p.blocks().contains(&code)) {
+            return Some(true);
+        }
+        (code.chars().count() >= MIN_PART && self.parts.iter().any(|p| p.text().contains(&code)))
+            .then_some(true)
     }
 
     fn has_line(&self, line: &str) -> bool {
         let line = normal(line);
-        line.chars().count() >= MIN_LINE && self.lines.contains(&line)
+        line.chars().count() >= MIN_LINE
+            && !self.own_lines.contains(&line)
+            && self.parts.iter().any(|p| p.lines().contains(&line))
     }
 }
 

@@ -54,3 +54,15 @@ fn the_model_may_repeat_its_own_earlier_words_and_code() {
     let copied = "### Step 1\n```js\nswipe(540, 1800, 540, 600)\n```";
     assert_eq!(choose_code(copied, &echo).code, None);
 }
+
+#[test]
+fn a_shared_prompt_text_is_read_once_and_answers_like_a_new_one() {
+    let system = "Example:\nStep 1 (the home screen):\n```js\nopen_app(\"Settings\")\n```\n";
+    let a = EchoText::shared(system);
+    assert!(Arc::ptr_eq(&a, &EchoText::shared(system)));
+    let reply = "Step 1 (the home screen):\n```js\nopen_app(\"Settings\")\n```";
+    let shared = PromptEcho::of([a, Arc::new(EchoText::new("## Goal\nopen settings"))]);
+    let fresh = PromptEcho::new([system, "## Goal\nopen settings"]);
+    assert_eq!(choose_code(reply, &shared), choose_code(reply, &fresh));
+    assert_eq!(choose_code(reply, &shared).code, None);
+}

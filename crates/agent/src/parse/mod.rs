@@ -11,7 +11,7 @@ mod structured;
 mod tags;
 
 pub use code::{CodeExtraction, FinalMessage, extract_code, final_message};
-pub use echo::{CodeChoice, IgnoredBlock, IgnoredWhy, PromptEcho, choose_code};
+pub use echo::{CodeChoice, EchoText, IgnoredBlock, IgnoredWhy, PromptEcho, choose_code};
 pub use executor::{ExecutorAction, ExecutorError, parse_executor};
 pub use manager::{Accomplished, HumanHelp, ManagerError, ManagerOutput, parse_manager};
 pub use plan::{Subgoal, SubgoalKind, parse_plan};

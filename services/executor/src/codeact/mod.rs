@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use droidmesh_agent::parse::PromptEcho;
+use droidmesh_agent::parse::{EchoText, PromptEcho};
 use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, PromptSet};
 use droidmesh_agent::tools as agent_tools;
 use droidmesh_llm::{ChatTarget, LlmClient};
@@ -287,8 +287,11 @@ impl Run {
                         record.truncated();
                     }
                     let own = progress.history.iter();
-                    let echo = PromptEcho::new([setup.system.as_str(), shown.as_str()])
-                        .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
+                    let echo = PromptEcho::of([
+                        EchoText::shared(&setup.system),
+                        Arc::new(EchoText::new(shown)),
+                    ])
+                    .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
                     self.execute(setup, &reply.text, &echo, &mut record, deadline)
                         .await?;
                 }
