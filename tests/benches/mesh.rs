@@ -190,14 +190,41 @@ async fn task_in(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Vec<Durat
     timed_task(mesh, serial, steps, mode).await.1
 }
 
-/// A task's phases: from submission to its first step, the times between step starts, and
-/// from its last step start to its final event.
+/// When a task was submitted, when each of its steps started, and when its final event came.
+struct Timeline {
+    submitted: Instant,
+    starts: Vec<Instant>,
+    ended: Instant,
+}
+
+impl Timeline {
+    /// From submission to the first step, the times between step starts, and from the last
+    /// step start to the final event.
+    fn phases(&self) -> (Duration, Vec<Duration>, Duration) {
+        let first = self
+            .starts
+            .first()
+            .map_or(Duration::ZERO, |t| *t - self.submitted);
+        let last = self.starts.last().map_or(Duration::ZERO, |t| self.ended - *t);
+        (
+            first,
+            self.starts.windows(2).map(|w| w[1] - w[0]).collect(),
+            last,
+        )
+    }
+}
+
+/// A task's phases (see [`Timeline::phases`]).
 async fn timed_task(
     mesh: &Mesh,
     serial: &str,
     steps: u32,
     mode: Mode,
 ) -> (Duration, Vec<Duration>, Duration) {
+    timeline(mesh, serial, steps, mode).await.phases()
+}
+
+async fn timeline(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Timeline {
     let submitted = Instant::now();
     let mut g = mesh.gateway.clone();
     let req = TaskRequest {
@@ -214,13 +241,11 @@ async fn timed_task(
             starts.push(Instant::now());
         }
     }
-    let first = starts.first().map_or(Duration::ZERO, |t| *t - submitted);
-    let last = starts.last().map_or(Duration::ZERO, |t| t.elapsed());
-    (
-        first,
-        starts.windows(2).map(|w| w[1] - w[0]).collect(),
-        last,
-    )
+    Timeline {
+        submitted,
+        starts,
+        ended: Instant::now(),
+    }
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -253,6 +278,11 @@ async fn main() {
     }
     if std::env::var("MESH_BENCH").as_deref() == Ok("steps") {
         steps_by_route().await;
+        return;
+    }
+    // `-- concurrent200` runs only the 200-phone figure (for comparing builds run after run).
+    if std::env::args().any(|a| a == "concurrent200") {
+        concurrent(200, 10, 500, 95).await;
         return;
     }
     if std::env::args().any(|a| a == "concurrent") {
@@ -374,20 +404,38 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         let m = mesh.clone();
         handles.push(tokio::spawn(async move {
             let serial = m.serials[i].clone();
-            timed_task(&m, &serial, steps, Mode::Direct).await
+            timeline(&m, &serial, steps, Mode::Direct).await
         }));
     }
     // Sampled once every task has had time to start its first step.
     tokio::time::sleep(Duration::from_millis(llm_ms * 3)).await;
     let (busy, busy_all) = (rss(&mesh, &agents), rss(&mesh, &all));
     let (mut firsts, mut gaps, mut lasts) = (Vec::new(), Vec::new(), Vec::new());
+    let mut timelines = Vec::new();
     for h in handles {
-        let (first, between, last) = h.await.unwrap();
+        let timeline = h.await.unwrap();
+        let (first, between, last) = timeline.phases();
         firsts.push(first);
         gaps.extend(between);
         lasts.push(last);
+        timelines.push(timeline);
     }
     let wall = t.elapsed();
+    // While every task runs: from the moment the last one started its first step to the
+    // moment the first one ended, the steps started per second.
+    let all_running = timelines.iter().filter_map(|t| t.starts.first()).max().copied();
+    let first_end = timelines.iter().map(|t| t.ended).min();
+    let steady = match (all_running, first_end) {
+        (Some(from), Some(to)) if to > from => {
+            let started = timelines
+                .iter()
+                .flat_map(|t| &t.starts)
+                .filter(|s| (from..to).contains(*s))
+                .count();
+            Some((started as f64 / (to - from).as_secs_f64(), to - from))
+        }
+        _ => None,
+    };
     let after_all = rss(&mesh, &all);
     let cpu: Vec<String> = mesh
         .pids
@@ -408,6 +456,12 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         "{n} concurrent tasks x {steps} steps, {llm_ms} ms LLM: {rate:.1} steps/s in {wall:.1?}; ideal {ideal:.0} steps/s -> {:.0}% (target >= {target_pct}%)",
         100.0 * rate / ideal
     );
+    if let Some((steady, window)) = steady {
+        println!(
+            "  while all {n} run ({window:.1?}, start and end left out): {steady:.1} steps/s -> {:.0}% of ideal",
+            100.0 * steady / ideal
+        );
+    }
     println!(
         "  where the time goes: submission to first step p50 {:?} max {:?}; step to step p50 {:?} p99 {:?} (model {llm_ms} ms); last step to final event p50 {:?} max {:?}",
         pct(&mut firsts, 0.5),
