@@ -205,7 +205,10 @@ impl Timeline {
             .starts
             .first()
             .map_or(Duration::ZERO, |t| *t - self.submitted);
-        let last = self.starts.last().map_or(Duration::ZERO, |t| self.ended - *t);
+        let last = self
+            .starts
+            .last()
+            .map_or(Duration::ZERO, |t| self.ended - *t);
         (
             first,
             self.starts.windows(2).map(|w| w[1] - w[0]).collect(),
@@ -423,7 +426,11 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
     let wall = t.elapsed();
     // While every task runs: from the moment the last one started its first step to the
     // moment the first one ended, the steps started per second.
-    let all_running = timelines.iter().filter_map(|t| t.starts.first()).max().copied();
+    let all_running = timelines
+        .iter()
+        .filter_map(|t| t.starts.first())
+        .max()
+        .copied();
     let first_end = timelines.iter().map(|t| t.ended).min();
     let steady = match (all_running, first_end) {
         (Some(from), Some(to)) if to > from => {

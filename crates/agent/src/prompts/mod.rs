@@ -7,9 +7,10 @@
 //! does not provide, fails the load with the file's name. Rendering uses minijinja's strict
 //! undefined behaviour, so a missing value is an error, never an empty string.
 //!
-//! Templates are rendered with `trim_blocks` and `lstrip_blocks`, no auto-escaping, and one
-//! extra filter, `quote`, which writes a string as a JSON string literal (one line, quotes and
-//! newlines escaped).
+//! Templates are rendered with `trim_blocks` and `lstrip_blocks`, no auto-escaping, and two
+//! extra filters: `quote`, which writes a string as a JSON string literal (one line, quotes and
+//! newlines escaped), and `ui_lines`, which writes a screen's elements one per line (see
+//! `screen::ui_lines` for the format).
 
 mod context;
 mod screen;
@@ -239,6 +240,7 @@ impl PromptSet {
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_auto_escape_callback(|_| AutoEscape::None);
         env.add_filter("quote", quote);
+        env.add_filter("ui_lines", screen::ui_lines);
         let mut overridden = Vec::new();
         let mut files = Vec::with_capacity(EMBEDDED.len());
         for &(name, source) in EMBEDDED {
