@@ -157,6 +157,13 @@ fn main() {
         Some(Duration::from_millis(2)),
     );
     report(
+        "  of which the step's context made template values",
+        time(2000, || {
+            minijinja::Value::from(minijinja::value::Serde(&user))
+        }),
+        None,
+    );
+    report(
         "parse typical manager reply",
         time(5000, || parse_manager(MANAGER_REPLY).unwrap()),
         Some(Duration::from_micros(100)),
