@@ -384,7 +384,11 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         MockResponse::success(WireFormat::Openai, STEP, "bench", 100, 10)
             .delay(Duration::from_millis(llm_ms)),
     );
-    let mesh = start(n, &llm.url()).await;
+    // MESH_BENCH_STORE: the gateway's task store (its default, SQLite, unless set).
+    let store = std::env::var("MESH_BENCH_STORE")
+        .map(|s| format!("store = \"{s}\""))
+        .unwrap_or_default();
+    let mesh = start_with(n, &llm.url(), 0, "warn", &store).await;
     let rss = |m: &Mesh, which: &[&str]| -> u64 {
         m.pids
             .iter()

@@ -31,6 +31,8 @@ pub(crate) fn spawn(listener: TcpListener, handler: Handler) -> tokio::task::Joi
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 continue;
             };
+            // As model servers do: a reply is not held back waiting for the client's ACK.
+            let _ = stream.set_nodelay(true);
             let handler = handler.clone();
             conns.spawn(async move {
                 let svc = service_fn(move |req| {
