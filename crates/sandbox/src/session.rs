@@ -72,9 +72,47 @@ impl Session {
         limits: SandboxLimits,
         capabilities: Capabilities,
     ) -> Result<Self> {
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let session = Self::launch(
+            engine,
+            limits,
+            capabilities,
+            worker::Ready::Blocking(ready_tx),
+        )?;
+        ready_rx.recv().map_err(|_| SandboxError::Closed)??;
+        Ok(session)
+    }
+
+    /// [`Session::new`] for async code: the engine is made on the session's thread while the
+    /// caller's task waits without holding its thread (the blocking constructor holds an async
+    /// runtime's worker for the engine's creation, most of a millisecond on a fresh thread,
+    /// during which its other tasks wait; with hundreds of sessions starting at once that adds
+    /// up).
+    pub async fn start(limits: SandboxLimits, capabilities: Capabilities) -> Result<Self> {
+        Self::start_with_engine(Arc::new(QuickJs), limits, capabilities).await
+    }
+
+    /// [`Session::start`] on the given engine.
+    pub async fn start_with_engine(
+        engine: Arc<dyn Engine>,
+        limits: SandboxLimits,
+        capabilities: Capabilities,
+    ) -> Result<Self> {
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let session = Self::launch(engine, limits, capabilities, worker::Ready::Async(ready_tx))?;
+        ready_rx.await.map_err(|_| SandboxError::Closed)??;
+        Ok(session)
+    }
+
+    /// Hands the session to a thread, which says on `ready` once its engine instance is made.
+    fn launch(
+        engine: Arc<dyn Engine>,
+        limits: SandboxLimits,
+        capabilities: Capabilities,
+        ready: worker::Ready,
+    ) -> Result<Self> {
         capabilities.validate()?;
         let (commands, inbox) = mpsc::channel();
-        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let stop_epoch = Arc::new(AtomicU64::new(0));
         let engine_name = engine.name();
         worker::launch(worker::Start {
@@ -82,10 +120,9 @@ impl Session {
             limits: limits.clone(),
             capabilities,
             inbox,
-            ready: ready_tx,
+            ready,
             stop_epoch: Arc::clone(&stop_epoch),
         })?;
-        ready_rx.recv().map_err(|_| SandboxError::Closed)??;
         Ok(Self {
             commands,
             stop_epoch,

@@ -32,8 +32,25 @@ pub(crate) struct Start {
     pub(crate) limits: SandboxLimits,
     pub(crate) capabilities: Capabilities,
     pub(crate) inbox: mpsc::Receiver<Command>,
-    pub(crate) ready: mpsc::SyncSender<Result<()>>,
+    pub(crate) ready: Ready,
     pub(crate) stop_epoch: Arc<AtomicU64>,
+}
+
+/// Where the session's thread says whether its engine instance was made: a caller blocked on
+/// it ([`crate::Session::new`]) or awaiting it ([`crate::Session::start`]).
+pub(crate) enum Ready {
+    Blocking(mpsc::SyncSender<Result<()>>),
+    Async(tokio::sync::oneshot::Sender<Result<()>>),
+}
+
+impl Ready {
+    /// Tells the caller; false when it has stopped waiting.
+    fn send(self, made: Result<()>) -> bool {
+        match self {
+            Ready::Blocking(tx) => tx.send(made).is_ok(),
+            Ready::Async(tx) => tx.send(made).is_ok(),
+        }
+    }
 }
 
 struct Spare {
@@ -125,11 +142,11 @@ fn serve_session(start: Start, prepared: Option<(&'static str, Prepared)>) {
     let mut instance = match made {
         Ok(instance) => instance,
         Err(error) => {
-            let _ = ready.send(Err(error));
+            ready.send(Err(error));
             return;
         }
     };
-    if ready.send(Ok(())).is_err() {
+    if !ready.send(Ok(())) {
         return;
     }
     while let Ok(command) = inbox.recv() {

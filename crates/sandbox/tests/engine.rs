@@ -141,3 +141,49 @@ fn a_session_on_a_prepared_spare_is_fresh_and_keeps_its_limits() {
     assert_eq!(out.error.map(|e| e.kind), Some(ErrorKind::Stack));
     assert_eq!(s.run_blocking("1 + 1").unwrap().value, Some(json!(2)));
 }
+
+/// An engine whose instance is made only once its gate opens (or fails after 5 s).
+struct Gated(std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>);
+
+impl Engine for Gated {
+    fn name(&self) -> &'static str {
+        "gated"
+    }
+
+    fn instantiate(
+        &self,
+        _limits: &SandboxLimits,
+        capabilities: Capabilities,
+    ) -> Result<Box<dyn EngineInstance>, SandboxError> {
+        let gate = self.0.lock().unwrap().take();
+        match gate.map(|g| g.recv_timeout(std::time::Duration::from_secs(5))) {
+            Some(Ok(())) => Ok(Box::new(EchoInstance {
+                globals: capabilities.globals,
+            })),
+            _ => Err(SandboxError::Engine("the gate never opened".into())),
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_async_start_leaves_the_runtime_free_while_the_engine_is_made() {
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    // Another task of this one-thread runtime opens the gate: it runs only if starting the
+    // session does not hold the thread.
+    tokio::spawn(async move {
+        let _ = open.send(());
+    });
+    let engine = Arc::new(Gated(std::sync::Mutex::new(Some(gate))));
+    let s = Session::start_with_engine(engine, SandboxLimits::default(), Capabilities::new())
+        .await
+        .unwrap();
+    assert_eq!(s.engine(), "gated");
+    assert!(s.run("x").await.unwrap().error.is_none());
+    // An engine that cannot make its instance is an error of the start.
+    let closed = Arc::new(Gated(std::sync::Mutex::new(None)));
+    let e = Session::start_with_engine(closed, SandboxLimits::default(), Capabilities::new())
+        .await
+        .err()
+        .expect("a session whose engine failed");
+    assert!(e.to_string().contains("the gate never opened"), "{e}");
+}

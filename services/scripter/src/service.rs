@@ -163,8 +163,9 @@ impl Scripter {
             .into_iter()
             .fold(Capabilities::new(), Capabilities::function)
             .global("handoff", handoff_value.unwrap_or(serde_json::Value::Null));
-        let session =
-            Session::new(limits, caps).map_err(|e| ScripterError::Sandbox(e.to_string()))?;
+        let session = Session::start(limits, caps)
+            .await
+            .map_err(|e| ScripterError::Sandbox(e.to_string()))?;
         let prelude = session
             .run(PRELUDE)
             .await

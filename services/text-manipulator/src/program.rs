@@ -71,7 +71,7 @@ pub async fn run(
         max_string_arg_bytes: limits.max_chars.saturating_mul(4).max(1024),
         ..SandboxLimits::default()
     };
-    let session = Session::new(sandbox, capabilities)?;
+    let session = Session::start(sandbox, capabilities).await?;
     let frozen = session.run(FREEZE_ORIGINAL).await?;
     if let Some(e) = frozen.error {
         return Err(SandboxError::Engine(format!(

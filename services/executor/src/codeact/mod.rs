@@ -140,7 +140,7 @@ impl Run {
     }
 
     async fn run_loop(&mut self, usage: &mut TokenUsage) -> Flow<Outcome> {
-        let setup = self.setup().map_err(|e| Halt::Failed(0, e))?;
+        let setup = self.setup().await.map_err(|e| Halt::Failed(0, e))?;
         let limits = self
             .llm
             .limits(&setup.target)
@@ -162,7 +162,7 @@ impl Run {
     }
 
     /// The session, its tools, the system prompt and the model, before the first step.
-    fn setup(&self) -> Result<Setup, String> {
+    async fn setup(&self) -> Result<Setup, String> {
         let Some(lease) = self.start.device.as_ref().and_then(|d| d.lease.clone()) else {
             return Err("the start message has no device lease".into());
         };
@@ -186,7 +186,8 @@ impl Run {
         for f in host_functions(&tools, &bridge) {
             caps = caps.function(f);
         }
-        let session = Session::new(limits, caps)
+        let session = Session::start(limits, caps)
+            .await
             .map_err(|e| format!("the JavaScript sandbox could not start: {e}"))?;
         let system = CodeActSystem {
             tool_signatures: agent_tools::js_signatures(&tools),
