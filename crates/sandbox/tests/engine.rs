@@ -183,7 +183,6 @@ async fn an_async_start_leaves_the_runtime_free_while_the_engine_is_made() {
     let closed = Arc::new(Gated(std::sync::Mutex::new(None)));
     let e = Session::start_with_engine(closed, SandboxLimits::default(), Capabilities::new())
         .await
-        .err()
-        .expect("a session whose engine failed");
+        .expect_err("a session whose engine failed");
     assert!(e.to_string().contains("the gate never opened"), "{e}");
 }
