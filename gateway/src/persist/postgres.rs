@@ -336,6 +336,31 @@ fn uint(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// Records `task` (encoded as `record`) for `owner` with the prepared [`CREATE`]; its
+/// creation order.
+async fn insert(
+    client: &impl tokio_postgres::GenericClient,
+    create: &tokio_postgres::Statement,
+    task: &Task,
+    owner: &str,
+    record: &[u8],
+) -> Result<u64, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            create,
+            &[
+                &task.id,
+                &task.state,
+                &owner,
+                &task.created_at_ms,
+                &record,
+                &task.tenant,
+            ],
+        )
+        .await?;
+    Ok(uint(row.get(0)))
+}
+
 #[tonic::async_trait]
 impl TaskStore for PostgresStore {
     fn describe(&self) -> String {
@@ -365,21 +390,7 @@ impl TaskStore for PostgresStore {
         let record = task.encode_to_vec();
         with_conn!(self, c => {
             let s = c.statement(CREATE).await?;
-            let row = c
-                .client
-                .query_one(
-                    &s,
-                    &[
-                        &task.id,
-                        &task.state,
-                        &owner,
-                        &task.created_at_ms,
-                        &record,
-                        &task.tenant,
-                    ],
-                )
-                .await?;
-            Ok(uint(row.get(0)))
+            insert(&c.client, &s, task, owner, &record).await
         })
     }
 
@@ -423,21 +434,9 @@ impl TaskStore for PostgresStore {
                     Duration::from_millis(wait),
                 )));
             }
-            let row = tx
-                .query_one(
-                    &create,
-                    &[
-                        &task.id,
-                        &task.state,
-                        &owner,
-                        &task.created_at_ms,
-                        &record,
-                        &task.tenant,
-                    ],
-                )
-                .await?;
+            let ord = insert(&tx, &create, task, owner, &record).await?;
             tx.commit().await?;
-            Ok(Ok(uint(row.get(0))))
+            Ok(Ok(ord))
         })?;
         admitted.map_err(StoreError::OverLimit)
     }
