@@ -8,9 +8,8 @@ use tonic::Code;
 use super::harness::*;
 use super::tenants::{ACME, GLOBEX, entry, with_key, write_keys};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_tenant_over_its_limits_is_told_when_to_retry() {
-    let Some(shared) = shared() else { return };
+/// A gateway config whose keys file (in the returned directory) holds ACME's and GLOBEX's keys.
+fn two_tenants() -> (tempfile::TempDir, droidmesh_gateway::GatewayConfig) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keys.toml");
     write_keys(
@@ -19,6 +18,30 @@ async fn a_tenant_over_its_limits_is_told_when_to_retry() {
     );
     let mut cfg = test_config();
     cfg.auth.keys_file = Some(path);
+    (dir, cfg)
+}
+
+/// Cancels the task `id` as the holder of `key`.
+async fn cancel(
+    g: &mut droidmesh_proto::v1::gateway_client::GatewayClient<tonic::transport::Channel>,
+    key: &str,
+    id: String,
+) {
+    g.cancel_task(with_key(
+        key,
+        CancelTaskRequest {
+            task_id: id,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_over_its_limits_is_told_when_to_retry() {
+    let Some(shared) = shared() else { return };
+    let (_keys, mut cfg) = two_tenants();
     cfg.auth.max_running_per_tenant = 1;
     cfg.auth.tasks_per_minute_per_tenant = 2;
     let stack = stack_with(shared, None, cfg).await;
@@ -44,15 +67,7 @@ async fn a_tenant_over_its_limits_is_told_when_to_retry() {
         .into_inner()
         .task_id;
 
-    g.cancel_task(with_key(
-        ACME,
-        CancelTaskRequest {
-            task_id: first,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut g, ACME, first).await;
     // Once the run is over its place is given back: the second of the minute is admitted.
     let mut second = None;
     for _ in 0..200 {
@@ -110,28 +125,13 @@ async fn a_tenant_over_its_limits_is_told_when_to_retry() {
         .unwrap();
     assert!((1..=60).contains(&after), "{after}");
     assert!(second.starts_with("task-"), "{second}");
-    g.cancel_task(with_key(
-        GLOBEX,
-        CancelTaskRequest {
-            task_id: theirs,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut g, GLOBEX, theirs).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_refused_for_a_busy_device_does_not_use_one_of_the_minutes_tasks() {
     let Some(shared) = shared() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("keys.toml");
-    write_keys(
-        &path,
-        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
-    );
-    let mut cfg = test_config();
-    cfg.auth.keys_file = Some(path);
+    let (_keys, mut cfg) = two_tenants();
     cfg.auth.tasks_per_minute_per_tenant = 1;
     let stack = stack_with(shared, None, cfg).await;
     let mut g = stack.gateway.clone();
@@ -167,28 +167,13 @@ async fn a_request_refused_for_a_busy_device_does_not_use_one_of_the_minutes_tas
         "{}",
         e.message()
     );
-    g.cancel_task(with_key(
-        GLOBEX,
-        CancelTaskRequest {
-            task_id: theirs,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut g, GLOBEX, theirs).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tenant_whose_tasks_used_the_days_model_tokens_is_refused_until_tomorrow() {
     let Some(shared) = shared() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("keys.toml");
-    write_keys(
-        &path,
-        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
-    );
-    let mut cfg = test_config();
-    cfg.auth.keys_file = Some(path);
+    let (_keys, mut cfg) = two_tenants();
     cfg.auth.model_tokens_per_day_per_tenant = 200;
     let stack = stack_with(shared, None, cfg).await;
     let mut g = stack.gateway.clone();
@@ -273,15 +258,8 @@ async fn limits_hold_across_gateway_replicas_sharing_a_postgresql_store() {
         return;
     }
     let pg = PgServer::start().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("keys.toml");
-    write_keys(
-        &path,
-        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
-    );
-    let mut cfg = test_config();
+    let (_keys, mut cfg) = two_tenants();
     cfg.store = pg.url();
-    cfg.auth.keys_file = Some(path);
     cfg.auth.max_running_per_tenant = 1;
     cfg.auth.tasks_per_minute_per_tenant = 2;
     let a = stack_with(shared, None, cfg.clone()).await;
@@ -308,25 +286,9 @@ async fn limits_hold_across_gateway_replicas_sharing_a_postgresql_store() {
         .unwrap()
         .into_inner()
         .task_id;
-    b.cancel_task(with_key(
-        GLOBEX,
-        CancelTaskRequest {
-            task_id: theirs,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut b, GLOBEX, theirs).await;
 
-    a.cancel_task(with_key(
-        ACME,
-        CancelTaskRequest {
-            task_id: first,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut a, ACME, first).await;
     // Once the first has ended (in the store), the other replica admits the tenant's second.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
