@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use droidmesh_e2e::{Proc, droidmesh_bin, free_port, start_sims};
@@ -228,6 +229,17 @@ async fn timed_task(
 }
 
 async fn timeline(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Timeline {
+    timeline_counted(mesh, serial, steps, mode, None).await
+}
+
+/// [`timeline`]; `first_steps` counts the tasks whose first step has started.
+async fn timeline_counted(
+    mesh: &Mesh,
+    serial: &str,
+    steps: u32,
+    mode: Mode,
+    first_steps: Option<&AtomicUsize>,
+) -> Timeline {
     let submitted = Instant::now();
     let mut g = mesh.gateway.clone();
     let req = TaskRequest {
@@ -241,6 +253,11 @@ async fn timeline(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Timeline
     let mut starts = Vec::new();
     while let Some(ev) = s.next().await {
         if matches!(ev.unwrap().kind, Some(task_event::Kind::StepStarted(_))) {
+            if starts.is_empty() {
+                if let Some(n) = first_steps {
+                    n.fetch_add(1, Ordering::SeqCst);
+                }
+            }
             starts.push(Instant::now());
         }
     }
@@ -284,8 +301,13 @@ async fn main() {
         return;
     }
     // `-- concurrent200` runs only the 200-phone figure (for comparing builds run after run).
+    // MESH_BENCH_TASKS runs it with another number of tasks and phones (how the figure scales).
     if std::env::args().any(|a| a == "concurrent200") {
-        concurrent(200, 10, 500, 95).await;
+        let n = std::env::var("MESH_BENCH_TASKS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(200);
+        concurrent(n, 10, 500, 95).await;
         return;
     }
     if std::env::args().any(|a| a == "concurrent") {
@@ -404,18 +426,39 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         .iter()
         .map(|(s, p)| (s.clone(), cpu_ms(*p)))
         .collect();
+    let own_cpu_before = cpu_ms(std::process::id());
     let t = Instant::now();
     let mesh = std::sync::Arc::new(mesh);
+    let first_steps = std::sync::Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
     for i in 0..n {
         let m = mesh.clone();
+        let first = first_steps.clone();
         handles.push(tokio::spawn(async move {
             let serial = m.serials[i].clone();
-            timeline(&m, &serial, steps, Mode::Direct).await
+            timeline_counted(&m, &serial, steps, Mode::Direct, Some(&first)).await
         }));
     }
+    // The CPU each process used from the first submission until every task's first step began.
+    let burst_deadline = Instant::now() + Duration::from_secs(30);
+    while first_steps.load(Ordering::SeqCst) < n && Instant::now() < burst_deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let burst = t.elapsed();
+    let burst_cpu: Vec<String> = mesh
+        .pids
+        .iter()
+        .zip(&cpu_before)
+        .map(|((svc, pid), (_, before))| {
+            format!("{svc} {} ms", cpu_ms(*pid).saturating_sub(*before))
+        })
+        .chain(std::iter::once(format!(
+            "client+model double {} ms",
+            cpu_ms(std::process::id()).saturating_sub(own_cpu_before)
+        )))
+        .collect();
     // Sampled once every task has had time to start its first step.
-    tokio::time::sleep(Duration::from_millis(llm_ms * 3)).await;
+    tokio::time::sleep(Duration::from_millis(llm_ms * 3).saturating_sub(burst)).await;
     let (busy, busy_all) = (rss(&mesh, &agents), rss(&mesh, &all));
     let (mut firsts, mut gaps, mut lasts) = (Vec::new(), Vec::new(), Vec::new());
     let mut timelines = Vec::new();
@@ -428,6 +471,8 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         timelines.push(timeline);
     }
     let wall = t.elapsed();
+    let mut durations: Vec<Duration> = timelines.iter().map(|t| t.ended - t.submitted).collect();
+    let mean_gap = gaps.iter().sum::<Duration>() / u32::try_from(gaps.len().max(1)).unwrap_or(1);
     // While every task runs: from the moment the last one started its first step to the
     // moment the first one ended, the steps started per second.
     let all_running = timelines
@@ -481,6 +526,16 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         pct(&mut gaps, 0.99),
         pct(&mut lasts, 0.5),
         pct(&mut lasts, 1.0),
+    );
+    println!(
+        "  each task, submission to final event: p50 {:?} max {:?}; step to step mean {mean_gap:.1?} -> a step's model wait is {:.1}% of it",
+        pct(&mut durations, 0.5),
+        pct(&mut durations, 1.0),
+        100.0 * llm_ms as f64 / mean_gap.as_secs_f64() / 1000.0,
+    );
+    println!(
+        "  start burst (first submission until every first step began, {burst:.1?}), CPU used: {}",
+        burst_cpu.join(", ")
     );
     println!(
         "  CPU used during the run on this {}-core machine: {}",
