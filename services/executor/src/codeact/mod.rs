@@ -293,7 +293,7 @@ impl Run {
                         Arc::new(EchoText::new(shown)),
                     ])
                     .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
-                    self.execute(setup, &reply.text, &echo, &mut record, deadline)
+                    self.execute(setup, &seen, &reply.text, &echo, &mut record, deadline)
                         .await?;
                 }
             }
@@ -331,7 +331,7 @@ impl Run {
         Ok(())
     }
 
-    /// Reads the device, streams the screenshot when asked, and refreshes `ui_state`.
+    /// Reads the device and streams the screenshot when asked.
     async fn observe(&mut self, setup: &Setup, step: u32) -> Flow<Observed> {
         let want_shot = self.start.vision || self.start.stream_screenshots;
         let seen = observe(
@@ -346,10 +346,6 @@ impl Run {
             && let Some(shot) = seen.screenshot.clone()
         {
             self.emit(agent_event::Kind::Screenshot(shot)).await?;
-        }
-        let ui_json = serde_json::to_value(&seen.elements).unwrap_or_default();
-        if let Err(e) = setup.session.set_global("ui_state", ui_json).await {
-            tracing::warn!(error = %e, "ui_state could not be set");
         }
         Ok(seen)
     }

@@ -10,6 +10,7 @@ use droidmesh_sandbox::{ErrorKind, ScriptError};
 use tokio::time::Instant;
 
 use super::{AGENT, Flow, Run, Setup};
+use crate::observe::Observed;
 
 /// Longest thought kept in the history the model sees again (a weak model's babble would
 /// otherwise grow every later prompt); the user's event gets up to [`MAX_THOUGHT_EVENT`].
@@ -123,11 +124,13 @@ fn no_code(choice: &CodeChoice) -> (String, String) {
 }
 
 impl Run {
-    /// Picks the reply's code, runs it in the session and reports what it did. `prompt` is
-    /// what the model was shown this step, to tell its own code from code it copied back.
+    /// Picks the reply's code, runs it in the session (`ui_state` set to the screen `seen`
+    /// first) and reports what it did. `prompt` is what the model was shown this step, to tell
+    /// its own code from code it copied back.
     pub(super) async fn execute(
         &self,
         setup: &Setup,
+        seen: &Observed,
         reply: &str,
         prompt: &PromptEcho,
         record: &mut StepRecord,
@@ -164,6 +167,10 @@ impl Run {
             code: code.clone(),
         }))
         .await?;
+        let ui_json = serde_json::to_value(&seen.elements).unwrap_or_default();
+        if let Err(e) = setup.session.set_global("ui_state", ui_json).await {
+            tracing::warn!(error = %e, "ui_state could not be set");
+        }
         // Dropping the run at the step's deadline stops the script.
         match tokio::time::timeout_at(deadline, setup.session.run(code)).await {
             Err(_) => record.fail_plainly(format!(
