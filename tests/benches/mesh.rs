@@ -253,10 +253,10 @@ async fn timeline_counted(
     let mut starts = Vec::new();
     while let Some(ev) = s.next().await {
         if matches!(ev.unwrap().kind, Some(task_event::Kind::StepStarted(_))) {
-            if starts.is_empty() {
-                if let Some(n) = first_steps {
-                    n.fetch_add(1, Ordering::SeqCst);
-                }
+            if starts.is_empty()
+                && let Some(n) = first_steps
+            {
+                n.fetch_add(1, Ordering::SeqCst);
             }
             starts.push(Instant::now());
         }
