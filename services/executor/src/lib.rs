@@ -17,6 +17,7 @@ pub mod config;
 pub mod device_link;
 pub mod device_tools;
 pub mod error;
+pub mod foreground;
 pub mod model;
 pub mod observe;
 pub mod sandbox_tools;
@@ -71,6 +72,7 @@ pub fn executor_service(
         prompts: Arc::new(prompts),
         default_device,
         secrets: Arc::new(secrets),
+        foreground: Arc::default(),
         devices: Arc::new(droidmesh_runtime::ChannelCache::new(
             droidmesh_runtime::ClientOptions {
                 request_timeout: Some(device_call),

@@ -43,6 +43,8 @@ pub struct Executor {
     pub(crate) secrets: Arc<HashMap<String, String>>,
     /// Channels to the device services tasks name, reused across calls (bounded).
     pub(crate) devices: Arc<droidmesh_runtime::ChannelCache>,
+    /// Runs preparing a model call, ahead of background work (see [`crate::foreground`]).
+    pub(crate) foreground: Arc<crate::foreground::Foreground>,
 }
 
 #[tonic::async_trait]
@@ -190,6 +192,7 @@ impl Executor {
             events: tx,
             steer: steer_rx,
             secrets: self.secrets.as_ref().clone(),
+            foreground: self.foreground.clone(),
         };
         tracing::info!(%task, "codeact run started");
         // The run keeps this RPC's trace: its device calls are children of the gateway's task.

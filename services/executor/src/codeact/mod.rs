@@ -27,6 +27,7 @@ use tonic::Status;
 use crate::config::ExecutorConfig;
 use crate::device_link::DeviceLink;
 use crate::device_tools::ToolCtx;
+use crate::foreground::{BackgroundSession, Foreground};
 use crate::model::allowed_secrets;
 use crate::observe::{Observed, observe};
 use crate::sandbox_tools::{SandboxTools, host_functions};
@@ -57,6 +58,8 @@ pub struct Run {
     pub steer: mpsc::Receiver<Steer>,
     /// Values of secrets by id, from the executor's environment.
     pub secrets: HashMap<String, String>,
+    /// The executor's runs preparing a model call; this run counts itself in while it does.
+    pub foreground: Arc<Foreground>,
 }
 
 const AGENT: &str = "codeact";
@@ -81,7 +84,8 @@ type Flow<T> = Result<T, Halt>;
 
 /// What a run holds for its whole length.
 struct Setup {
-    session: Session,
+    /// Made in the background: the first model call does not wait for it.
+    session: BackgroundSession,
     tools: Arc<SandboxTools>,
     system: String,
     target: ChatTarget,
@@ -140,7 +144,9 @@ impl Run {
     }
 
     async fn run_loop(&mut self, usage: &mut TokenUsage) -> Flow<Outcome> {
+        let entered = self.foreground.enter();
         let setup = self.setup().await.map_err(|e| Halt::Failed(0, e))?;
+        drop(entered);
         let limits = self
             .llm
             .limits(&setup.target)
@@ -186,9 +192,11 @@ impl Run {
         for f in host_functions(&tools, &bridge) {
             caps = caps.function(f);
         }
-        let session = Session::start(limits, caps)
-            .await
-            .map_err(|e| format!("the JavaScript sandbox could not start: {e}"))?;
+        let session = BackgroundSession::new(self.foreground.clone(), async move {
+            Session::start(limits, caps)
+                .await
+                .map_err(|e| format!("the JavaScript sandbox could not start: {e}"))
+        });
         let system = CodeActSystem {
             tool_signatures: agent_tools::js_signatures(&tools),
             vision: self.start.vision,
@@ -219,6 +227,8 @@ impl Run {
         let max_steps = setup.max_steps;
         for step in 1..=max_steps {
             let deadline = Instant::now() + Duration::from_millis(self.cfg.step_deadline_ms);
+            // In the foreground until the model call goes out.
+            let mut entered = Some(self.foreground.enter());
             self.steer(progress, step)?;
             setup.tools.set_step(step);
             self.emit(agent_event::Kind::Step(StepStarted {
@@ -233,6 +243,7 @@ impl Run {
             let mut refitted = false;
             let (called, shown) = loop {
                 let prompt = self.prompt(setup, progress, step, &seen)?;
+                entered.take();
                 let called = self
                     .call(setup, prompt.message, progress, step, deadline)
                     .await?;

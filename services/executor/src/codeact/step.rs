@@ -9,7 +9,7 @@ use droidmesh_proto::v1::{CodeBlock, Observation, Thought, agent_event};
 use droidmesh_sandbox::{ErrorKind, ScriptError};
 use tokio::time::Instant;
 
-use super::{AGENT, Flow, Run, Setup};
+use super::{AGENT, Flow, Halt, Run, Setup};
 use crate::observe::Observed;
 
 /// Longest thought kept in the history the model sees again (a weak model's babble would
@@ -167,12 +167,22 @@ impl Run {
             code: code.clone(),
         }))
         .await?;
+        let session = match tokio::time::timeout_at(deadline, setup.session.get()).await {
+            Ok(Ok(session)) => session,
+            Ok(Err(e)) => return Err(Halt::Failed(record.model.step, e)),
+            Err(_) => {
+                return Err(Halt::Failed(
+                    record.model.step,
+                    "the JavaScript sandbox did not start before the step's deadline".into(),
+                ));
+            }
+        };
         let ui_json = serde_json::to_value(&seen.elements).unwrap_or_default();
-        if let Err(e) = setup.session.set_global("ui_state", ui_json).await {
+        if let Err(e) = session.set_global("ui_state", ui_json).await {
             tracing::warn!(error = %e, "ui_state could not be set");
         }
         // Dropping the run at the step's deadline stops the script.
-        match tokio::time::timeout_at(deadline, setup.session.run(code)).await {
+        match tokio::time::timeout_at(deadline, session.run(code)).await {
             Err(_) => record.fail_plainly(format!(
                 "the step ran past its deadline of {} while its code ran",
                 humantime::format_duration(Duration::from_millis(self.cfg.step_deadline_ms))
