@@ -471,6 +471,21 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         timelines.push(timeline);
     }
     let wall = t.elapsed();
+    // Step to step by step number, mean/max over the tasks: the first holds the rest of the
+    // start burst (its model calls went out together), the later ones the steady state.
+    let by_step: Vec<String> = (0..steps.saturating_sub(1) as usize)
+        .map(|i| {
+            let mut at: Vec<Duration> = timelines
+                .iter()
+                .filter_map(|t| Some(*t.starts.get(i + 1)? - *t.starts.get(i)?))
+                .collect();
+            if at.is_empty() {
+                return "-".to_string();
+            }
+            let mean = at.iter().sum::<Duration>() / u32::try_from(at.len()).unwrap_or(1);
+            format!("{}/{}", mean.as_millis(), pct(&mut at, 1.0).as_millis())
+        })
+        .collect();
     let mut durations: Vec<Duration> = timelines.iter().map(|t| t.ended - t.submitted).collect();
     let mean_gap = gaps.iter().sum::<Duration>() / u32::try_from(gaps.len().max(1)).unwrap_or(1);
     // While every task runs: from the moment the last one started its first step to the
@@ -532,6 +547,10 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         pct(&mut durations, 0.5),
         pct(&mut durations, 1.0),
         100.0 * llm_ms as f64 / mean_gap.as_secs_f64() / 1000.0,
+    );
+    println!(
+        "  step to step by step (mean/max ms): {}",
+        by_step.join(" ")
     );
     println!(
         "  start burst (first submission until every first step began, {burst:.1?}), CPU used: {}",
