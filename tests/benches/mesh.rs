@@ -70,6 +70,22 @@ fn cpu_ms(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The machine's CPU time so far from /proc/stat: (all, stolen by the hypervisor), in ticks.
+fn machine_ticks() -> (u64, u64) {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().next()?;
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            Some((f.iter().take(8).sum(), *f.get(7)?))
+        })
+        .unwrap_or((0, 0))
+}
+
 fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -105,7 +121,17 @@ async fn start_routed(
     gateway: &str,
     adb: Option<&droidmesh_sim::testkit::AdbServer>,
 ) -> Mesh {
-    let (sim, serials) = start_sims(sims).unwrap();
+    // The ports of a run just before may still be held (TIME_WAIT) for a minute or two.
+    let ports_deadline = Instant::now() + Duration::from_secs(180);
+    let (sim, serials) = loop {
+        match start_sims(sims) {
+            Ok(started) => break started,
+            Err(e) if e.contains("consecutive free ports") && Instant::now() < ports_deadline => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
     let (adb_server, serials) = match adb {
         Some(adb) => {
             let attached: Vec<String> = serials
@@ -307,7 +333,25 @@ async fn main() {
             .ok()
             .and_then(|n| n.parse().ok())
             .unwrap_or(200);
-        concurrent(n, 10, 500, 95).await;
+        // MESH_BENCH_ROUNDS: runs of the figure, one after another (1 unless set).
+        let rounds: usize = std::env::var("MESH_BENCH_ROUNDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let mut figures = Vec::new();
+        for _ in 0..rounds.max(1) {
+            figures.push(concurrent(n, 10, 500, 95).await);
+        }
+        if figures.len() > 1 {
+            let each: Vec<String> = figures.iter().map(|f| format!("{f:.1}%")).collect();
+            figures.sort_by(f64::total_cmp);
+            println!(
+                "{n} tasks x 10 steps, 500 ms LLM, {} runs: {} of ideal (median {:.1}%)",
+                figures.len(),
+                each.join(", "),
+                figures[figures.len() / 2]
+            );
+        }
         return;
     }
     if std::env::args().any(|a| a == "concurrent") {
@@ -398,8 +442,9 @@ async fn main() {
 
 /// `n` concurrent tasks of `steps` steps on `n` simulated phones, each model call taking
 /// `llm_ms`: steps per second against the ideal (every task waiting only on its model), and
-/// the resident memory of the mesh's processes before, during and after.
-async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
+/// the resident memory of the mesh's processes before, during and after. Returns the figure
+/// (percent of ideal over the whole run).
+async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
     let llm = MockLlmServer::start(vec![]).await.unwrap();
     llm.set_log_requests(false);
     llm.set_fallback(
@@ -427,6 +472,7 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         .map(|(s, p)| (s.clone(), cpu_ms(*p)))
         .collect();
     let own_cpu_before = cpu_ms(std::process::id());
+    let ticks_before = machine_ticks();
     let t = Instant::now();
     let mesh = std::sync::Arc::new(mesh);
     let first_steps = std::sync::Arc::new(AtomicUsize::new(0));
@@ -556,10 +602,16 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         "  start burst (first submission until every first step began, {burst:.1?}), CPU used: {}",
         burst_cpu.join(", ")
     );
+    let ticks_after = machine_ticks();
+    let (all, stolen) = (
+        ticks_after.0.saturating_sub(ticks_before.0),
+        ticks_after.1.saturating_sub(ticks_before.1),
+    );
     println!(
-        "  CPU used during the run on this {}-core machine: {}",
+        "  CPU used during the run on this {}-core machine: {}; {:.1}% of the machine's time stolen by the hypervisor",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        cpu.join(", ")
+        cpu.join(", "),
+        100.0 * stolen as f64 / all.max(1) as f64
     );
     println!(
         "  resident memory gateway+executor: idle {idle} kB, {n} tasks active {busy} kB -> {:.2} MB per active task (target <= 4 MB)",
@@ -571,6 +623,7 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) {
         busy_all / 1024,
         after_all / 1024
     );
+    100.0 * rate / ideal
 }
 
 /// A killed executor (SIGKILL while a step's code runs): time until the task's final event,
