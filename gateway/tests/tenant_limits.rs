@@ -2,11 +2,10 @@
 //! RESOURCE_EXHAUSTED with `retry-after` on gRPC and 429 with `Retry-After` over HTTP.
 use std::time::Duration;
 
-use droidmesh_proto::v1::CancelTaskRequest;
 use tonic::Code;
 
 use super::harness::*;
-use super::tenants::{ACME, GLOBEX, entry, with_key, write_keys};
+use super::tenants::{ACME, GLOBEX, cancel, entry, with_key, write_keys};
 
 /// A gateway config whose keys file (in the returned directory) holds ACME's and GLOBEX's keys.
 fn two_tenants() -> (tempfile::TempDir, droidmesh_gateway::GatewayConfig) {
@@ -19,23 +18,6 @@ fn two_tenants() -> (tempfile::TempDir, droidmesh_gateway::GatewayConfig) {
     let mut cfg = test_config();
     cfg.auth.keys_file = Some(path);
     (dir, cfg)
-}
-
-/// Cancels the task `id` as the holder of `key`.
-async fn cancel(
-    g: &mut droidmesh_proto::v1::gateway_client::GatewayClient<tonic::transport::Channel>,
-    key: &str,
-    id: String,
-) {
-    g.cancel_task(with_key(
-        key,
-        CancelTaskRequest {
-            task_id: id,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -25,6 +25,23 @@ pub fn with_key<T>(key: &str, msg: T) -> Request<T> {
     r
 }
 
+/// Cancels the task `id` as the holder of `key`.
+pub async fn cancel(
+    g: &mut droidmesh_proto::v1::gateway_client::GatewayClient<tonic::transport::Channel>,
+    key: &str,
+    id: String,
+) {
+    g.cancel_task(with_key(
+        key,
+        CancelTaskRequest {
+            task_id: id,
+            reason: String::new(),
+        },
+    ))
+    .await
+    .unwrap();
+}
+
 pub fn write_keys(path: &Path, entries: &[String]) {
     // Written whole and renamed, as a deployment tool does, so a reader never sees half.
     let tmp = path.with_extension("tmp");
@@ -262,15 +279,7 @@ async fn a_key_restricted_to_a_device_leases_only_that_device() {
     };
     assert_eq!(devices(ACME).await, [only.to_owned()]);
     assert_eq!(devices(GLOBEX).await.len(), FLEET);
-    g.cancel_task(with_key(
-        ACME,
-        CancelTaskRequest {
-            task_id: id,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut g, ACME, id).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -420,15 +429,7 @@ async fn a_queued_task_of_a_restricted_key_waits_for_its_own_device() {
     })
     .await;
     assert!(waiting.is_some(), "the queued task never said it waits");
-    g.cancel_task(with_key(
-        ACME,
-        CancelTaskRequest {
-            task_id: first,
-            reason: String::new(),
-        },
-    ))
-    .await
-    .unwrap();
+    cancel(&mut g, ACME, first).await;
     let device = poll_task(&g, &second, |t| !t.device.is_empty())
         .await
         .map(|t| t.device)
