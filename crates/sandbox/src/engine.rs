@@ -77,6 +77,17 @@ pub trait EngineInstance {
     /// Sets (or replaces) a global variable visible to later runs.
     fn set_global(&mut self, name: &str, value: &Value) -> Result<()>;
 
+    /// [`EngineInstance::set_global`] from JSON text. An engine that parses JSON itself
+    /// overrides this to skip the intermediate [`Value`].
+    fn set_global_json(&mut self, name: &str, json: &str) -> Result<()> {
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| crate::SandboxError::InvalidGlobal {
+                name: name.to_owned(),
+                reason: format!("the value is not JSON: {e}"),
+            })?;
+        self.set_global(name, &value)
+    }
+
     /// Heap statistics.
     fn memory_usage(&self) -> MemoryStats;
 }

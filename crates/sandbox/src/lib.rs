@@ -38,4 +38,4 @@ pub use error::{Result, SandboxError};
 pub use limits::SandboxLimits;
 pub use outcome::{ErrorKind, RunOutcome, ScriptError};
 pub use quickjs::QuickJs;
-pub use session::{Session, StopHandle};
+pub use session::{GlobalSet, Session, StopHandle};

@@ -28,6 +28,11 @@ pub(crate) enum Command {
         value: Value,
         reply: oneshot::Sender<Result<()>>,
     },
+    SetGlobalJson {
+        name: String,
+        json: String,
+        reply: oneshot::Sender<Result<()>>,
+    },
     Memory {
         reply: oneshot::Sender<MemoryStats>,
     },
@@ -178,6 +183,19 @@ impl Session {
         rx.blocking_recv().map_err(|_| SandboxError::Closed)?
     }
 
+    /// Queues `name = JSON.parse(json)` without waiting for it: the runs submitted after it see
+    /// it (commands are served in order), and one trip to the session's thread serves the
+    /// global and the run together. [`GlobalSet::outcome`] tells whether it was set.
+    pub fn queue_global_json(&self, name: impl Into<String>, json: String) -> Result<GlobalSet> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::SetGlobalJson {
+            name: name.into(),
+            json,
+            reply,
+        })?;
+        Ok(GlobalSet(rx))
+    }
+
     /// The engine's heap statistics.
     pub async fn memory_usage(&self) -> Result<MemoryStats> {
         let (reply, rx) = oneshot::channel();
@@ -230,6 +248,18 @@ impl Session {
         self.commands
             .send(command)
             .map_err(|_| SandboxError::Closed)
+    }
+}
+
+/// A global queued by [`Session::queue_global_json`].
+#[derive(Debug)]
+#[must_use = "a global that could not be set is only known from its outcome"]
+pub struct GlobalSet(oneshot::Receiver<Result<()>>);
+
+impl GlobalSet {
+    /// Whether the global was set. Ready once a run submitted after it has returned.
+    pub async fn outcome(self) -> Result<()> {
+        self.0.await.map_err(|_| SandboxError::Closed)?
     }
 }
 

@@ -183,6 +183,9 @@ fn handle(
         Command::SetGlobal { name, value, reply } => {
             let _ = reply.send(instance.set_global(&name, &value));
         }
+        Command::SetGlobalJson { name, json, reply } => {
+            let _ = reply.send(instance.set_global_json(&name, &json));
+        }
         Command::Memory { reply } => {
             let _ = reply.send(instance.memory_usage());
         }

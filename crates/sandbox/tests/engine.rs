@@ -56,11 +56,16 @@ async fn a_session_runs_any_engine_behind_the_trait() {
     let s = Session::with_engine(Arc::new(Echo), SandboxLimits::default(), caps).unwrap();
     assert_eq!(s.engine(), "echo");
     s.set_global("ORIGINAL", json!("x")).await.unwrap();
+    // JSON text reaches an engine without its own parser as the parsed value.
+    let set = s.queue_global_json("ui_state", "[1, 2]".into()).unwrap();
     let out = s.run("tap(1)").await.unwrap();
+    set.outcome().await.unwrap();
     assert_eq!(
         out.value,
-        Some(json!({ "code": "tap(1)", "globals": { "ui_state": 1, "ORIGINAL": "x" } }))
+        Some(json!({ "code": "tap(1)", "globals": { "ui_state": [1, 2], "ORIGINAL": "x" } }))
     );
+    let bad = s.queue_global_json("ui_state", "[1,".into()).unwrap();
+    assert!(bad.outcome().await.is_err());
 }
 
 #[test]

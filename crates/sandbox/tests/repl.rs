@@ -237,6 +237,37 @@ async fn async_set_global_and_run() {
     assert!(s.memory_usage().await.unwrap().allocated_bytes > 0);
 }
 
+#[tokio::test]
+async fn a_queued_global_is_seen_by_the_next_run_and_reports_its_outcome() {
+    let s = Session::new(SandboxLimits::default(), Capabilities::new()).unwrap();
+    let set = s
+        .queue_global_json("ui_state", r#"[{"index":1,"text":"OK"},{"index":2}]"#.into())
+        .unwrap();
+    let out = s.run("ui_state.length + ':' + ui_state[0].text").await.unwrap();
+    assert_eq!(out.value, Some(json!("2:OK")));
+    set.outcome().await.unwrap();
+    // Refused the way set_global refuses: a granted name, a non-identifier, text that is not
+    // JSON. The next run goes on with what was there before.
+    for (name, text) in [("console", "1"), ("not valid", "1"), ("ui_state", "[1,")] {
+        let set = s.queue_global_json(name, text.into()).unwrap();
+        assert_eq!(
+            s.run("ui_state.length").await.unwrap().value,
+            Some(json!(2)),
+            "{name} = {text}"
+        );
+        let err = set.outcome().await.unwrap_err();
+        assert!(
+            matches!(err, droidmesh_sandbox::SandboxError::InvalidGlobal { .. }),
+            "{name} = {text}: {err}"
+        );
+    }
+    assert_eq!(value_async(&s, "typeof console.log").await, json!("function"));
+}
+
+async fn value_async(s: &Session, code: &str) -> serde_json::Value {
+    s.run(code).await.unwrap().value.unwrap_or_default()
+}
+
 #[test]
 fn console_can_be_withheld() {
     let s = Session::new(SandboxLimits::default(), Capabilities::new().console(false)).unwrap();

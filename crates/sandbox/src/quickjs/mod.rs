@@ -9,7 +9,7 @@ mod toplevel;
 
 use std::{collections::HashSet, rc::Rc};
 
-use rquickjs::{Context, Function, Object, Runtime, object::Property};
+use rquickjs::{Context, Ctx, Function, Object, Runtime, object::Property};
 use serde_json::Value as Json;
 
 use crate::{
@@ -159,12 +159,14 @@ impl Instance {
     }
 }
 
-impl EngineInstance for Instance {
-    fn run(&mut self, code: &str, control: &RunControl) -> RunOutcome {
-        run::run(self, code, control)
-    }
-
-    fn set_global(&mut self, name: &str, value: &Json) -> Result<()> {
+impl Instance {
+    /// Defines the global `name` (writable, enumerable) as what `make` builds, after checking
+    /// that the name is an identifier and not a granted function.
+    fn define_global(
+        &mut self,
+        name: &str,
+        make: impl for<'js> FnOnce(&Ctx<'js>) -> rquickjs::Result<rquickjs::Value<'js>>,
+    ) -> Result<()> {
         let refuse = |reason: &str| SandboxError::InvalidGlobal {
             name: name.to_string(),
             reason: reason.to_string(),
@@ -176,7 +178,7 @@ impl EngineInstance for Instance {
             return Err(refuse("the name belongs to a granted function"));
         }
         self.context.with(|ctx| {
-            let defined = convert::json_to_js(&ctx, value).and_then(|value| {
+            let defined = make(&ctx).and_then(|value| {
                 ctx.globals()
                     .prop(name, Property::from(value).writable().enumerable())
             });
@@ -188,6 +190,20 @@ impl EngineInstance for Instance {
         })?;
         self.host_globals.insert(name.to_owned());
         Ok(())
+    }
+}
+
+impl EngineInstance for Instance {
+    fn run(&mut self, code: &str, control: &RunControl) -> RunOutcome {
+        run::run(self, code, control)
+    }
+
+    fn set_global(&mut self, name: &str, value: &Json) -> Result<()> {
+        self.define_global(name, |ctx| convert::json_to_js(ctx, value))
+    }
+
+    fn set_global_json(&mut self, name: &str, json: &str) -> Result<()> {
+        self.define_global(name, |ctx| ctx.json_parse(json))
     }
 
     fn memory_usage(&self) -> MemoryStats {

@@ -177,12 +177,22 @@ impl Run {
                 ));
             }
         };
-        let ui_json = serde_json::to_value(&seen.elements).unwrap_or_default();
-        if let Err(e) = session.set_global("ui_state", ui_json).await {
-            tracing::warn!(error = %e, "ui_state could not be set");
-        }
+        // Queued ahead of the run: one trip to the session's thread sets it and runs the code.
+        let ui_json = serde_json::to_string(&seen.elements).unwrap_or_else(|_| "[]".into());
+        let ui_set = session.queue_global_json("ui_state", ui_json);
         // Dropping the run at the step's deadline stops the script.
-        match tokio::time::timeout_at(deadline, session.run(code)).await {
+        let ran = tokio::time::timeout_at(deadline, session.run(code)).await;
+        if let Ok(Ok(_)) = &ran {
+            // The run came back, so the global queued before it has its outcome.
+            let set = match ui_set {
+                Ok(set) => set.outcome().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = set {
+                tracing::warn!(error = %e, "ui_state could not be set");
+            }
+        }
+        match ran {
             Err(_) => record.fail_plainly(format!(
                 "the step ran past its deadline of {} while its code ran",
                 humantime::format_duration(Duration::from_millis(self.cfg.step_deadline_ms))
