@@ -608,9 +608,10 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         ticks_after.1.saturating_sub(ticks_before.1),
     );
     println!(
-        "  CPU used during the run on this {}-core machine: {}; {:.1}% of the machine's time stolen by the hypervisor",
+        "  CPU used during the run on this {}-core machine: {}, client+model double {} ms; {:.1}% of the machine's time stolen by the hypervisor",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu.join(", "),
+        cpu_ms(std::process::id()).saturating_sub(own_cpu_before),
         100.0 * stolen as f64 / all.max(1) as f64
     );
     println!(
