@@ -3,6 +3,7 @@
 //! run, and its cancel signal. Watchers read the log from any sequence number and then wait
 //! for new events, so a client that reconnects misses nothing kept and sees nothing twice.
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -91,6 +92,10 @@ struct Data {
 pub struct Dirty {
     marked: Mutex<BTreeSet<u64>>,
     pub wake: Notify,
+    /// A marked change ended a task: the writer writes at once rather than gathering more
+    /// (a client waiting for its task's end is not kept waiting for other tasks' steps).
+    urgent: AtomicBool,
+    pub hurry: Notify,
 }
 
 impl Dirty {
@@ -102,7 +107,20 @@ impl Dirty {
         self.wake.notify_one();
     }
 
+    /// Marks a change that ends a task: the next write is not put off.
+    pub fn mark_urgent(&self, ord: u64) {
+        self.urgent.store(true, Ordering::SeqCst);
+        self.mark(ord);
+        self.hurry.notify_one();
+    }
+
+    /// Whether a change marked since the last [`Dirty::take`] ended a task.
+    pub fn is_urgent(&self) -> bool {
+        self.urgent.load(Ordering::SeqCst)
+    }
+
     pub fn take(&self) -> BTreeSet<u64> {
+        self.urgent.store(false, Ordering::SeqCst);
         std::mem::take(&mut *self.marked.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -195,6 +213,14 @@ impl TaskEntry {
         }
     }
 
+    /// [`TaskEntry::changed`] for the change that ends the task: written without delay.
+    fn ending(&self, d: &mut Data) {
+        if let Some(dirty) = &self.dirty {
+            d.changes += 1;
+            dirty.mark_urgent(self.ord);
+        }
+    }
+
     /// Records the lease the task holds (none once given back).
     pub fn set_lease(&self, lease: Option<LeaseRef>) {
         let mut d = self.lock();
@@ -236,7 +262,8 @@ impl TaskEntry {
         let seq = {
             let mut d = self.lock();
             let seq = d.task.last_seq + 1;
-            d.ended |= matches!(kind, task_event::Kind::Completed(_));
+            let ends = matches!(kind, task_event::Kind::Completed(_));
+            d.ended |= ends;
             let event = TaskEvent {
                 task_id: String::new(),
                 seq,
@@ -261,7 +288,11 @@ impl TaskEntry {
             }
             d.task.last_seq = seq;
             d.task.updated_at_ms = now_ms();
-            self.changed(&mut d);
+            if ends {
+                self.ending(&mut d);
+            } else {
+                self.changed(&mut d);
+            }
             seq
         };
         if self.dirty.is_none() {

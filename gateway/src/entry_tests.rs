@@ -151,3 +151,25 @@ fn an_ended_task_is_compact() {
     assert_eq!(cut("héllo", 2), "hé…");
     assert_eq!(cut("hé", 2), "hé");
 }
+
+#[test]
+fn the_event_that_ends_a_task_asks_the_writer_not_to_wait() {
+    let dirty = Arc::new(Dirty::default());
+    let limits = Limits {
+        max_events: 100,
+        max_event_bytes: 1 << 20,
+        max_queued: 2,
+    };
+    let (t, _queue) = TaskEntry::new(Task::default(), 7, limits, Some(dirty.clone()));
+    t.push(status("step"));
+    t.set_step(2);
+    assert!(
+        !dirty.is_urgent(),
+        "a step's events may wait to be gathered"
+    );
+    assert_eq!(dirty.take(), BTreeSet::from([7]));
+    t.push(task_event::Kind::Completed(TaskCompleted::default()));
+    assert!(dirty.is_urgent(), "the final event is written at once");
+    assert_eq!(dirty.take(), BTreeSet::from([7]));
+    assert!(!dirty.is_urgent(), "a write covers it");
+}

@@ -84,7 +84,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// While many tasks run, the writer gathers before it writes again: this long for each task
 /// its last write held beyond the first, at most [`MAX_GATHER`]. Each task's events then go to
 /// the store in fewer, larger writes (its record rewritten fewer times, fewer commits), for
-/// that much more delay before watchers see them; a lone task's events are written at once.
+/// that much more delay before watchers see them; a lone task's events, and the event that
+/// ends a task, are written at once.
 /// (Each commit writes every page it touched to the log: with 50 tasks changing, gathering up
 /// to 25 ms rather than 8 took the store's share of the gateway's CPU per task from about
 /// 175 µs to 10–70 µs in `MESH_BENCH_ROUNDS=2 cargo bench -p droidmesh-e2e --bench mesh --
@@ -117,10 +118,13 @@ pub fn spawn(store: &Arc<Store>) {
                 () = tokio::time::sleep_until(next_prune) => {}
             }
             // Only when there is time to wait: a sleep already due still waits for the
-            // timer's next tick (a millisecond).
+            // timer's next tick (a millisecond). A task that ends cuts the gathering short.
             let gathered = last.0 + gather_after(last.1);
-            if gathered > Instant::now() {
-                tokio::time::sleep_until(gathered).await;
+            if gathered > Instant::now() && !dirty.is_urgent() {
+                tokio::select! {
+                    () = tokio::time::sleep_until(gathered) => {}
+                    () = dirty.hurry.notified() => {}
+                }
             }
             let Some(store) = store.upgrade() else { return };
             if Instant::now() >= next_prune {
