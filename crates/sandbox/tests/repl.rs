@@ -241,9 +241,15 @@ async fn async_set_global_and_run() {
 async fn a_queued_global_is_seen_by_the_next_run_and_reports_its_outcome() {
     let s = Session::new(SandboxLimits::default(), Capabilities::new()).unwrap();
     let set = s
-        .queue_global_json("ui_state", r#"[{"index":1,"text":"OK"},{"index":2}]"#.into())
+        .queue_global_json(
+            "ui_state",
+            r#"[{"index":1,"text":"OK"},{"index":2}]"#.into(),
+        )
         .unwrap();
-    let out = s.run("ui_state.length + ':' + ui_state[0].text").await.unwrap();
+    let out = s
+        .run("ui_state.length + ':' + ui_state[0].text")
+        .await
+        .unwrap();
     assert_eq!(out.value, Some(json!("2:OK")));
     set.outcome().await.unwrap();
     // Refused the way set_global refuses: a granted name, a non-identifier, text that is not
@@ -261,7 +267,10 @@ async fn a_queued_global_is_seen_by_the_next_run_and_reports_its_outcome() {
             "{name} = {text}: {err}"
         );
     }
-    assert_eq!(value_async(&s, "typeof console.log").await, json!("function"));
+    assert_eq!(
+        value_async(&s, "typeof console.log").await,
+        json!("function")
+    );
 }
 
 async fn value_async(s: &Session, code: &str) -> serde_json::Value {
