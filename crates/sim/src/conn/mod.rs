@@ -36,6 +36,8 @@ use run::{HostStdin, Mode, interactive, one_shot, packet, unpack};
 pub const MAX_STREAMS: usize = 64;
 /// Messages waiting for the socket; a host that lets more pile up is disconnected.
 pub const OUT_QUEUE: usize = 1024;
+/// Queued messages the writer takes for one write (held besides the queue while it writes).
+const OUT_BATCH: usize = 16;
 /// Host data chunks a stream's stdin holds before the host must wait for our OKAY.
 const STDIN_QUEUE: usize = 2;
 /// Host WRTEs a stream holds unacknowledged; one more closes the stream. adb's server sends
@@ -174,9 +176,17 @@ pub async fn serve(
         .unwrap_or_default();
     let (mut rd, mut wr) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUT_QUEUE);
+    // Messages already queued together go out in one write (a command's last WRTE and its
+    // CLSE, say): the host wakes once for them.
     let writer = tokio::spawn(async move {
-        while let Some(buf) = rx.recv().await {
-            if wr.write_all(&buf).await.is_err() {
+        let mut queued = Vec::with_capacity(OUT_BATCH);
+        while rx.recv_many(&mut queued, OUT_BATCH).await > 0 {
+            let written = match queued.as_slice() {
+                [one] => wr.write_all(one).await,
+                many => wr.write_all(&many.concat()).await,
+            };
+            queued.clear();
+            if written.is_err() {
                 break;
             }
         }
