@@ -162,37 +162,37 @@ impl Session {
     /// Sets a global (for example a fresh `ui_state` before each step). It takes effect after
     /// the runs already submitted.
     pub async fn set_global(&self, name: impl Into<String>, value: Value) -> Result<()> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::SetGlobal {
-            name: name.into(),
-            value,
-            reply,
-        })?;
-        rx.await.map_err(|_| SandboxError::Closed)?
+        self.global(name.into(), value)?.outcome().await
     }
 
     /// Blocking variant of [`Session::set_global`]; panics inside an async runtime, like
     /// [`Session::run_blocking`].
     pub fn set_global_blocking(&self, name: impl Into<String>, value: Value) -> Result<()> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::SetGlobal {
-            name: name.into(),
-            value,
-            reply,
-        })?;
-        rx.blocking_recv().map_err(|_| SandboxError::Closed)?
+        self.global(name.into(), value)?
+            .0
+            .blocking_recv()
+            .map_err(|_| SandboxError::Closed)?
     }
 
     /// Queues `name = JSON.parse(json)` without waiting for it: the runs submitted after it see
     /// it (commands are served in order), and one trip to the session's thread serves the
     /// global and the run together. [`GlobalSet::outcome`] tells whether it was set.
     pub fn queue_global_json(&self, name: impl Into<String>, json: String) -> Result<GlobalSet> {
+        let name = name.into();
+        self.queue_global(|reply| Command::SetGlobalJson { name, json, reply })
+    }
+
+    /// Queues `name = value`, as [`Session::queue_global_json`] does with JSON text.
+    fn global(&self, name: String, value: Value) -> Result<GlobalSet> {
+        self.queue_global(|reply| Command::SetGlobal { name, value, reply })
+    }
+
+    fn queue_global(
+        &self,
+        command: impl FnOnce(oneshot::Sender<Result<()>>) -> Command,
+    ) -> Result<GlobalSet> {
         let (reply, rx) = oneshot::channel();
-        self.send(Command::SetGlobalJson {
-            name: name.into(),
-            json,
-            reply,
-        })?;
+        self.send(command(reply))?;
         Ok(GlobalSet(rx))
     }
 
