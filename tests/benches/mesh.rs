@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use droidmesh_e2e::{Proc, droidmesh_bin, free_port, start_sims};
@@ -258,13 +257,13 @@ async fn timeline(mesh: &Mesh, serial: &str, steps: u32, mode: Mode) -> Timeline
     timeline_counted(mesh, serial, steps, mode, None).await
 }
 
-/// [`timeline`]; `first_steps` counts the tasks whose first step has started.
+/// [`timeline`]; `first_step` is told when the task's first step starts.
 async fn timeline_counted(
     mesh: &Mesh,
     serial: &str,
     steps: u32,
     mode: Mode,
-    first_steps: Option<&AtomicUsize>,
+    first_step: Option<tokio::sync::mpsc::UnboundedSender<()>>,
 ) -> Timeline {
     let submitted = Instant::now();
     let mut g = mesh.gateway.clone();
@@ -280,9 +279,9 @@ async fn timeline_counted(
     while let Some(ev) = s.next().await {
         if matches!(ev.unwrap().kind, Some(task_event::Kind::StepStarted(_))) {
             if starts.is_empty()
-                && let Some(n) = first_steps
+                && let Some(tx) = &first_step
             {
-                n.fetch_add(1, Ordering::SeqCst);
+                let _ = tx.send(());
             }
             starts.push(Instant::now());
         }
@@ -475,20 +474,25 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
     let ticks_before = machine_ticks();
     let t = Instant::now();
     let mesh = std::sync::Arc::new(mesh);
-    let first_steps = std::sync::Arc::new(AtomicUsize::new(0));
+    // Each task says when its first step starts.
+    let (first_steps, mut first_started) = tokio::sync::mpsc::unbounded_channel();
     let mut handles = Vec::new();
     for i in 0..n {
         let m = mesh.clone();
         let first = first_steps.clone();
         handles.push(tokio::spawn(async move {
             let serial = m.serials[i].clone();
-            timeline_counted(&m, &serial, steps, Mode::Direct, Some(&first)).await
+            timeline_counted(&m, &serial, steps, Mode::Direct, Some(first)).await
         }));
     }
     // The CPU each process used from the first submission until every task's first step began.
-    let burst_deadline = Instant::now() + Duration::from_secs(30);
-    while first_steps.load(Ordering::SeqCst) < n && Instant::now() < burst_deadline {
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    drop(first_steps);
+    let burst_deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    for _ in 0..n {
+        match tokio::time::timeout_at(burst_deadline, first_started.recv()).await {
+            Ok(Some(())) => {}
+            Ok(None) | Err(_) => break,
+        }
     }
     let burst = t.elapsed();
     let burst_cpu: Vec<String> = mesh
