@@ -462,6 +462,12 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
             .map(|(_, p)| rss_kb(*p))
             .sum()
     };
+    // MESH_BENCH_WARM: one one-step task per phone first, so that the timed run meets a mesh
+    // that has served before (its connections and threads made), as a running one has.
+    let warm = std::env::var_os("MESH_BENCH_WARM").is_some_and(|v| !v.is_empty());
+    if warm {
+        warm_up(&mesh).await;
+    }
     let agents = ["gateway", "executor"];
     let all = ["sim", "device", "executor", "manager", "gateway"];
     let (idle, idle_all) = (rss(&mesh, &agents), rss(&mesh, &all));
@@ -521,6 +527,7 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         timelines.push(timeline);
     }
     let wall = t.elapsed();
+    let rounds = call_rounds(&llm.arrivals(), t, llm_ms);
     // Step to step by step number, mean/max over the tasks: the first holds the rest of the
     // start burst (its model calls went out together), the later ones the steady state.
     let by_step: Vec<String> = (0..steps.saturating_sub(1) as usize)
@@ -603,7 +610,16 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         by_step.join(" ")
     );
     println!(
-        "  start burst (first submission until every first step began, {burst:.1?}), CPU used: {}",
+        "  model calls by round, ms after the round's ideal start (first submission + round x {llm_ms} ms), first/last: {}",
+        rounds.join(" ")
+    );
+    println!(
+        "  start burst (first submission until every first step began, {burst:.1?}{}), CPU used: {}",
+        if warm {
+            "; after a warm-up task per phone"
+        } else {
+            ""
+        },
         burst_cpu.join(", ")
     );
     let ticks_after = machine_ticks();
@@ -629,6 +645,55 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         after_all / 1024
     );
     100.0 * rate / ideal
+}
+
+/// One task of one step per phone, all at once, each run to its end.
+async fn warm_up(mesh: &Mesh) {
+    let mut warm = tokio::task::JoinSet::new();
+    for serial in &mesh.serials {
+        let (mut g, device) = (mesh.gateway.clone(), serial.clone());
+        warm.spawn(async move {
+            let req = TaskRequest {
+                goal: "warm up".into(),
+                device,
+                max_steps: Some(1),
+                ..TaskRequest::default()
+            };
+            let mut events = g.run_task(req).await.unwrap().into_inner();
+            while events.next().await.is_some() {}
+        });
+    }
+    while let Some(done) = warm.join_next().await {
+        done.unwrap();
+    }
+}
+
+/// The model calls made from `from` on, in rounds (a gap of more than a fifth of `llm_ms`
+/// between two calls starts a round): for each, its first and last call in ms after the
+/// round's ideal start (`from` + round x `llm_ms`). The first column is the start burst; how
+/// the last grows from round to round is what the whole run loses.
+fn call_rounds(arrivals: &[Instant], from: Instant, llm_ms: u64) -> Vec<String> {
+    let mut at: Vec<f64> = arrivals
+        .iter()
+        .filter(|a| **a >= from)
+        .map(|a| (*a - from).as_secs_f64() * 1000.0)
+        .collect();
+    at.sort_by(f64::total_cmp);
+    let mut rounds: Vec<(f64, f64)> = Vec::new();
+    for a in at {
+        match rounds.last_mut() {
+            Some((_, last)) if a - *last <= llm_ms as f64 / 5.0 => *last = a,
+            _ => rounds.push((a, a)),
+        }
+    }
+    rounds
+        .iter()
+        .enumerate()
+        .map(|(k, (first, last))| {
+            let ideal = (k as u64 * llm_ms) as f64;
+            format!("{:.0}/{:.0}", first - ideal, last - ideal)
+        })
+        .collect()
 }
 
 /// A killed executor (SIGKILL while a step's code runs): time until the task's final event,

@@ -354,3 +354,24 @@ async fn ollama_style_provider_without_key() {
     assert_eq!(resp.text, "ok");
     assert_eq!(server.requests()[0].header("authorization"), None);
 }
+
+#[tokio::test]
+async fn the_model_double_keeps_arrival_times_with_its_request_log_off() {
+    let server = MockLlmServer::start([ok(), ok(), ok()]).await.unwrap();
+    server.set_log_requests(false);
+    let client = client(&config(provider(WireFormat::Openai, &server)));
+    let before = Instant::now();
+    for _ in 0..3 {
+        client
+            .chat("default", ChatRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap();
+    }
+    let after = Instant::now();
+    // The bodies are not kept, the times are: one per request, in order, within the calls.
+    assert_eq!(server.request_count(), 0);
+    let at = server.arrivals();
+    assert_eq!(at.len(), 3);
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+    assert!(at[0] >= before && at[2] <= after, "{at:?}");
+}

@@ -130,7 +130,12 @@ struct State {
     log: Vec<ReceivedRequest>,
     /// Off for long benchmarks, where the log would grow without bound.
     no_log: bool,
+    /// When each request arrived, kept even with the log off (at most [`MAX_ARRIVALS`]).
+    arrivals: Vec<Instant>,
 }
+
+/// The most arrival times a server keeps; later ones are not recorded.
+pub const MAX_ARRIVALS: usize = 100_000;
 
 /// The server; it stops when dropped.
 pub struct MockLlmServer {
@@ -181,6 +186,12 @@ impl MockLlmServer {
         self.lock().log.clone()
     }
 
+    /// When each request arrived, in order: the first [`MAX_ARRIVALS`], also while the request
+    /// log is off.
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.lock().arrivals.clone()
+    }
+
     pub fn request_count(&self) -> usize {
         self.lock().log.len()
     }
@@ -208,6 +219,9 @@ impl Drop for MockLlmServer {
 async fn handle(state: Arc<Mutex<State>>, request: ReceivedRequest) -> serve::Reply {
     let scripted = {
         let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.arrivals.len() < MAX_ARRIVALS {
+            s.arrivals.push(request.at);
+        }
         if !s.no_log {
             s.log.push(request);
         }
