@@ -454,7 +454,7 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
     let store = std::env::var("MESH_BENCH_STORE")
         .map(|s| format!("store = \"{s}\""))
         .unwrap_or_default();
-    let mesh = start_with(n, &llm.url(), 0, "warn", &store).await;
+    let mesh = std::sync::Arc::new(start_with(n, &llm.url(), 0, "warn", &store).await);
     let rss = |m: &Mesh, which: &[&str]| -> u64 {
         m.pids
             .iter()
@@ -479,7 +479,6 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
     let own_cpu_before = cpu_ms(std::process::id());
     let ticks_before = machine_ticks();
     let t = Instant::now();
-    let mesh = std::sync::Arc::new(mesh);
     // Each task says when its first step starts.
     let (first_steps, mut first_started) = tokio::sync::mpsc::unbounded_channel();
     let mut handles = Vec::new();
@@ -647,23 +646,18 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
     100.0 * rate / ideal
 }
 
-/// One task of one step per phone, all at once, each run to its end.
-async fn warm_up(mesh: &Mesh) {
+/// One task of one step per phone, all at once, each run to its end (within a minute).
+async fn warm_up(mesh: &std::sync::Arc<Mesh>) {
     let mut warm = tokio::task::JoinSet::new();
     for serial in &mesh.serials {
-        let (mut g, device) = (mesh.gateway.clone(), serial.clone());
-        warm.spawn(async move {
-            let req = TaskRequest {
-                goal: "warm up".into(),
-                device,
-                max_steps: Some(1),
-                ..TaskRequest::default()
-            };
-            let mut events = g.run_task(req).await.unwrap().into_inner();
-            while events.next().await.is_some() {}
-        });
+        let (m, serial) = (mesh.clone(), serial.clone());
+        warm.spawn(async move { timeline(&m, &serial, 1, Mode::Direct).await });
     }
-    while let Some(done) = warm.join_next().await {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while let Some(done) = tokio::time::timeout_at(deadline, warm.join_next())
+        .await
+        .expect("the warm-up tasks end within a minute")
+    {
         done.unwrap();
     }
 }
