@@ -526,7 +526,7 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         timelines.push(timeline);
     }
     let wall = t.elapsed();
-    let rounds = call_rounds(&llm.arrivals(), t, llm_ms);
+    let rounds = call_rounds(&llm.arrivals(), t, n, llm_ms);
     // Step to step by step number, mean/max over the tasks: the first holds the rest of the
     // start burst (its model calls went out together), the later ones the steady state.
     let by_step: Vec<String> = (0..steps.saturating_sub(1) as usize)
@@ -662,29 +662,23 @@ async fn warm_up(mesh: &std::sync::Arc<Mesh>) {
     }
 }
 
-/// The model calls made from `from` on, in rounds (a gap of more than a fifth of `llm_ms`
-/// between two calls starts a round): for each, its first and last call in ms after the
-/// round's ideal start (`from` + round x `llm_ms`). The first column is the start burst; how
-/// the last grows from round to round is what the whole run loses.
-fn call_rounds(arrivals: &[Instant], from: Instant, llm_ms: u64) -> Vec<String> {
+/// The model calls made from `from` on, in rounds of `tasks` calls (every task makes one call
+/// per round, so the k-th round is the k-th `tasks` calls in time order; late rounds may overlap
+/// the next one's first calls and are still told apart): for each, its first and last call in
+/// ms after the round's ideal start (`from` + round x `llm_ms`). The first column is the start
+/// burst; how the last grows from round to round is what the whole run loses.
+fn call_rounds(arrivals: &[Instant], from: Instant, tasks: usize, llm_ms: u64) -> Vec<String> {
     let mut at: Vec<f64> = arrivals
         .iter()
         .filter(|a| **a >= from)
         .map(|a| (*a - from).as_secs_f64() * 1000.0)
         .collect();
     at.sort_by(f64::total_cmp);
-    let mut rounds: Vec<(f64, f64)> = Vec::new();
-    for a in at {
-        match rounds.last_mut() {
-            Some((_, last)) if a - *last <= llm_ms as f64 / 5.0 => *last = a,
-            _ => rounds.push((a, a)),
-        }
-    }
-    rounds
-        .iter()
+    at.chunks(tasks.max(1))
         .enumerate()
-        .map(|(k, (first, last))| {
+        .map(|(k, round)| {
             let ideal = (k as u64 * llm_ms) as f64;
+            let (first, last) = (round[0], round[round.len() - 1]);
             format!("{:.0}/{:.0}", first - ideal, last - ideal)
         })
         .collect()
