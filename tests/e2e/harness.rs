@@ -97,6 +97,11 @@ impl Proc {
     }
 
     /// Kills the process at once (SIGKILL), as a crash would.
+    /// Whether the process has ended.
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -109,40 +114,88 @@ impl Drop for Proc {
     }
 }
 
-/// `droidmesh sim` serving `n` simulated phones on consecutive loopback ports; returns it with
-/// the phones' addresses (their serials when attached directly) once every one listens, or
-/// says which did not within 30 s.
-pub fn start_sims(n: usize) -> Result<(Proc, Vec<String>), String> {
-    let count = u16::try_from(n).map_err(|_| format!("{n} phones are too many"))?;
-    let base = (0..100)
-        .map(|_| free_port())
-        .find(|&p| {
-            p > 0
-                && u32::from(p) + u32::from(count) < 65_000
-                && (1..count).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok())
-        })
-        .ok_or_else(|| format!("no {n} consecutive free ports"))?;
-    let sim = Proc::spawn(
-        "sim",
-        &[
-            "sim",
-            "--port",
-            &base.to_string(),
-            "--devices",
-            &n.to_string(),
-        ],
-    )?;
-    let serials: Vec<String> = (0..count)
-        .map(|i| format!("127.0.0.1:{}", base + i))
-        .collect();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    for s in &serials {
-        while std::net::TcpStream::connect(s.as_str()).is_err() {
-            if std::time::Instant::now() >= deadline {
-                return Err(format!("simulated phone {s} did not listen within 30 s"));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+/// The lowest port the kernel gives outgoing connections (and `bind` to port 0). A mesh makes
+/// hundreds of connections, so a port checked free in that range can be taken before the
+/// simulator binds it; consecutive ports are looked for below it.
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
+}
+
+/// `count` consecutive loopback ports free now, below the ephemeral range when it leaves room
+/// (from a start that differs between processes and calls), else anywhere.
+fn consecutive_free_ports(count: u16) -> Option<u16> {
+    let all_free = |p: u16| {
+        u32::from(p) + u32::from(count) < 65_000
+            && (0..count).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok())
+    };
+    const LOW: u16 = 10_000;
+    let high = ephemeral_low().saturating_sub(count);
+    if high > LOW + count {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let seed = u64::from(std::process::id()) * 7_919 + u64::from(nanos);
+        let span = u64::from(high - LOW);
+        if let Some(p) = (0..100u64)
+            .map(|k| LOW + u16::try_from((seed + k * u64::from(count) * 31) % span).unwrap_or(0))
+            .find(|&p| all_free(p))
+        {
+            return Some(p);
         }
     }
-    Ok((sim, serials))
+    (0..100)
+        .map(|_| free_port())
+        .find(|&p| p > 0 && all_free(p))
+}
+
+/// `droidmesh sim` serving `n` simulated phones on consecutive loopback ports; returns it with
+/// the phones' addresses (their serials when attached directly) once every one listens, or
+/// says which did not within 30 s. A simulator that exits at start (a port taken between the
+/// check and its bind) is started again on other ports, three times at most.
+pub fn start_sims(n: usize) -> Result<(Proc, Vec<String>), String> {
+    let count = u16::try_from(n).map_err(|_| format!("{n} phones are too many"))?;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let base = consecutive_free_ports(count)
+            .ok_or_else(|| format!("no {n} consecutive free ports"))?;
+        let mut sim = Proc::spawn(
+            "sim",
+            &[
+                "sim",
+                "--port",
+                &base.to_string(),
+                "--devices",
+                &n.to_string(),
+            ],
+        )?;
+        let serials: Vec<String> = (0..count)
+            .map(|i| format!("127.0.0.1:{}", base + i))
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut exited = false;
+        'wait: for s in &serials {
+            while std::net::TcpStream::connect(s.as_str()).is_err() {
+                if sim.exited() {
+                    exited = true;
+                    break 'wait;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(format!("simulated phone {s} did not listen within 30 s"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        if !exited {
+            return Ok((sim, serials));
+        }
+        if tries >= 3 {
+            return Err(format!(
+                "the simulator exited at start {tries} times (its ports were taken)"
+            ));
+        }
+    }
 }
