@@ -119,7 +119,7 @@ fn main() {
             package: "com.android.settings".into(),
             ..PhoneState::default()
         },
-        ui_state: screen(60),
+        ui_state: screen(60).into(),
         screenshot_attached: true,
     };
     let schema =

@@ -23,7 +23,7 @@ fn prompt() -> (String, String) {
             max_steps: 20,
             history: fixtures::history(),
             phone: fixtures::phone(),
-            ui_state: fixtures::screen(),
+            ui_state: fixtures::screen().into(),
             ..CodeActUser::default()
         })
         .unwrap();

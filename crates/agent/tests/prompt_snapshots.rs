@@ -60,7 +60,7 @@ fn codeact_user_later_step() {
         history: fixtures::history(),
         omitted_steps: 4,
         phone: fixtures::phone(),
-        ui_state: fixtures::screen(),
+        ui_state: fixtures::screen().into(),
         screenshot_attached: true,
     }));
 }
@@ -82,7 +82,7 @@ fn manager_system_after_failures() {
         executor_actions: json_actions(&select(ATOMIC_ACTIONS).unwrap()),
         now: Some("2025-01-15 10:30 (Wednesday)".into()),
         phone: fixtures::phone(),
-        ui_state: fixtures::screen(),
+        ui_state: fixtures::screen().into(),
         vision: true,
         app_card: Some("Wi-Fi is under \"Network & internet\".".into()),
         secret_ids: vec!["wifi_password".into()],
@@ -110,7 +110,7 @@ fn manager_system_in_a_conversation() {
         instruction: "Which network did you connect to earlier?".into(),
         executor_actions: json_actions(&select(&["tap", "open_app"]).unwrap()),
         phone: fixtures::phone(),
-        ui_state: fixtures::screen(),
+        ui_state: fixtures::screen().into(),
         conversation: vec![
             ConversationTurn {
                 goal: "Turn Wi-Fi on".into(),
@@ -146,7 +146,7 @@ fn executor_system() {
         progress_status: Some("Settings > Network & internet is open.".into()),
         actions: json_actions(&select(ATOMIC_ACTIONS).unwrap()),
         phone: fixtures::phone(),
-        ui_state: fixtures::screen(),
+        ui_state: fixtures::screen().into(),
         vision: false,
         app_card: None,
         secret_ids: vec!["wifi_password".into()],
@@ -163,7 +163,7 @@ fn executor_system_handed_over() {
         subgoal: "Open the Notes app".into(),
         actions: json_actions(&select(&["open_app", "tap"]).unwrap()),
         phone: fixtures::phone(),
-        ui_state: Vec::new(),
+        ui_state: Vec::new().into(),
         handoff_context: droidmesh_agent::prompts::handoff_text(&serde_json::json!({
             "reason": "the rate is known; it must be shown in Notes",
             "rate": "1.08"

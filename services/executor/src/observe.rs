@@ -1,6 +1,6 @@
 //! Reading the device for a prompt, shared by CodeAct and `ExecuteSubgoal`: one `GetState`
 //! (with a screenshot when asked) turned into the elements and phone state prompts show.
-use droidmesh_agent::prompts::{PhoneState, UiElement};
+use droidmesh_agent::prompts::{PhoneState, Screen};
 use droidmesh_proto::v1::{GetStateRequest, Screenshot, UiState};
 
 use crate::device_link::DeviceLink;
@@ -9,7 +9,7 @@ use crate::device_link::DeviceLink;
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
     /// The screen's elements, as the prompt lists them and CodeAct's `ui_state` holds them.
-    pub elements: Vec<UiElement>,
+    pub elements: Screen,
     /// The foreground app, keyboard and focus.
     pub phone: PhoneState,
     /// The screenshot, when one was asked for and the device gave one.
@@ -42,6 +42,6 @@ pub async fn observe(
 }
 
 /// The device state as the prompt and the sandbox's `ui_state` show it (every element).
-pub fn prompt_state(state: &UiState) -> (Vec<UiElement>, PhoneState) {
+pub fn prompt_state(state: &UiState) -> (Screen, PhoneState) {
     droidmesh_agent::prompts::screen(state, usize::MAX)
 }

@@ -2,7 +2,7 @@
 //! that one long task cannot outgrow the model's context: the newest entries of each history
 //! are kept, long texts are shortened with a marker that says so.
 use droidmesh_agent::prompts::{
-    ActionRecord, ConversationTurn, ManagerSystem, PhoneState, ProducedFile, UiElement,
+    ActionRecord, ConversationTurn, ManagerSystem, PhoneState, ProducedFile, Screen,
 };
 use droidmesh_agent::tools::{ATOMIC_ACTIONS, json_actions, select};
 use droidmesh_proto::v1::{self as pb, PlanRequest, UiState};
@@ -151,7 +151,7 @@ pub(crate) fn memory_notes(memory: &str) -> Vec<String> {
 }
 
 /// The device state as the prompt shows it (at most [`MAX_UI_ELEMENTS`] elements).
-fn screen(state: &UiState) -> (Vec<UiElement>, PhoneState) {
+fn screen(state: &UiState) -> (Screen, PhoneState) {
     droidmesh_agent::prompts::screen(state, MAX_UI_ELEMENTS)
 }
 

@@ -4,7 +4,10 @@
 //! template that names a variable not listed here fails when it is loaded, not when it is
 //! rendered.
 
-use serde::Serialize;
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
+use serde::{Serialize, Serializer};
 
 use super::{Prompt, PromptName};
 
@@ -48,6 +51,70 @@ pub struct UiElement {
     pub disabled: bool,
     /// Is a password field.
     pub password: bool,
+}
+
+/// The elements of one screen, shared: cloning one is cheap, so a step's prompt, its model
+/// call and CodeAct's `ui_state` all use the screen read once. Templates see a list of
+/// elements; the `ui_lines` filter writes its lines from the elements themselves rather than
+/// from template values made of every field of every element (a screen is shown at every
+/// step of every task). Serialized (`serde_json`) as the list of elements.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Screen(Arc<[UiElement]>);
+
+impl Screen {
+    pub fn elements(&self) -> &[UiElement] {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Screen {
+    type Target = [UiElement];
+
+    fn deref(&self) -> &[UiElement] {
+        &self.0
+    }
+}
+
+impl From<Vec<UiElement>> for Screen {
+    fn from(elements: Vec<UiElement>) -> Self {
+        Self(elements.into())
+    }
+}
+
+impl FromIterator<UiElement> for Screen {
+    fn from_iter<I: IntoIterator<Item = UiElement>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl Serialize for Screen {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if minijinja::value::serializing_for_value() {
+            // Into a template: the screen itself, read in place.
+            Value::from_object(self.clone()).serialize(s)
+        } else {
+            self.0.serialize(s)
+        }
+    }
+}
+
+/// A list to templates: its length, its items by index (each made a template value only when
+/// a template reads it) and iteration.
+impl Object for Screen {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let index = usize::try_from(key.clone()).ok()?;
+        self.0
+            .get(index)
+            .map(|el| Value::from(minijinja::value::Serde(el)))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Seq(self.0.len())
+    }
 }
 
 /// What the phone is doing, besides its screen.
@@ -137,7 +204,7 @@ pub struct CodeActUser {
     /// The phone's state.
     pub phone: PhoneState,
     /// The screen.
-    pub ui_state: Vec<UiElement>,
+    pub ui_state: Screen,
     /// Whether a screenshot is attached to this message.
     pub screenshot_attached: bool,
 }
@@ -176,7 +243,7 @@ pub struct ManagerSystem {
     /// The phone's state.
     pub phone: PhoneState,
     /// The screen.
-    pub ui_state: Vec<UiElement>,
+    pub ui_state: Screen,
     /// Whether a screenshot is attached.
     pub vision: bool,
     /// Guidance about the current app.
@@ -217,7 +284,7 @@ pub struct ExecutorSystem {
     /// The phone's state.
     pub phone: PhoneState,
     /// The screen.
-    pub ui_state: Vec<UiElement>,
+    pub ui_state: Screen,
     /// Whether a screenshot is attached.
     pub vision: bool,
     /// Guidance about the current app.

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 pub use context::{
     ActionRecord, CodeActStep, CodeActSystem, CodeActUser, ExecutorSystem, ManagerSystem,
-    PhoneState, ScripterFile, ScripterSystem, ScripterUser, StructuredOutputSystem,
+    PhoneState, Screen, ScripterFile, ScripterSystem, ScripterUser, StructuredOutputSystem,
     TextManipulatorErrorCorrection, TextManipulatorSystem, UiElement,
 };
 pub use context::{ConversationTurn, ProducedFile};

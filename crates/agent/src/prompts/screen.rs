@@ -1,8 +1,9 @@
 //! The device's state (`droidmesh.v1.UiState`) as prompts show it: one conversion for every
 //! agent that reads the screen, so the elements a model reads agree across agents.
 use droidmesh_proto::v1 as pb;
+use minijinja::Value;
 
-use super::{PhoneState, UiElement};
+use super::{PhoneState, Screen, UiElement};
 
 impl From<&pb::UiElement> for UiElement {
     fn from(e: &pb::UiElement) -> Self {
@@ -42,7 +43,7 @@ impl From<&pb::PhoneState> for PhoneState {
 }
 
 /// The first `max_elements` elements of the screen and the phone's state.
-pub fn screen(state: &pb::UiState, max_elements: usize) -> (Vec<UiElement>, PhoneState) {
+pub fn screen(state: &pb::UiState, max_elements: usize) -> (Screen, PhoneState) {
     let elements = state
         .elements
         .iter()
@@ -102,84 +103,106 @@ mod tests {
 /// `[index] Class "text" desc="..." id=... [left,top][right,bottom] flags`, each line ended by
 /// a newline; a note when there are none. The class and the resource id are shown from their
 /// last `.` and `/`. Written here rather than as a template loop: it runs for every element of
-/// every screen an agent is shown.
-pub(super) fn ui_lines(elements: &minijinja::Value) -> Result<String, minijinja::Error> {
-    use std::fmt::Write as _;
+/// every screen an agent is shown. A [`Screen`] is read in place; any other list (one a
+/// template made) element by element through its fields.
+pub(super) fn ui_lines(elements: &Value) -> Result<String, minijinja::Error> {
     let mut out = String::new();
-    for el in elements.try_iter()? {
-        let attr = |name: &str| el.get_attr(name).unwrap_or_default();
-        let text = |name: &str| attr(name).as_str().unwrap_or_default().to_owned();
-        let number = |v: minijinja::Value| i64::try_from(v).unwrap_or_default();
-        let depth = usize::try_from(number(attr("depth"))).unwrap_or_default();
-        for _ in 0..depth.min(64) {
-            out.push_str("  ");
+    if let Some(screen) = elements.downcast_object_ref::<Screen>() {
+        for el in screen.elements() {
+            write_line(&mut out, el);
         }
-        let class = text("class_name");
-        let _ = write!(
-            out,
-            "[{}] {}",
-            number(attr("index")),
-            class.rsplit('.').next().unwrap_or_default()
-        );
-        let said = text("text");
-        if !said.is_empty() {
-            out.push(' ');
-            out.push_str(&super::quote(&said));
+    } else {
+        for el in elements.try_iter()? {
+            write_line(&mut out, &element_of(&el));
         }
-        let desc = text("content_desc");
-        if !desc.is_empty() {
-            out.push_str(" desc=");
-            out.push_str(&super::quote(&desc));
-        }
-        let id = text("resource_id");
-        if !id.is_empty() {
-            out.push_str(" id=");
-            out.push_str(id.rsplit('/').next().unwrap_or_default());
-        }
-        let bounds = attr("bounds");
-        let corner = |i: usize| number(bounds.get_item_by_index(i).unwrap_or_default());
-        let _ = write!(
-            out,
-            " [{},{}][{},{}]",
-            corner(0),
-            corner(1),
-            corner(2),
-            corner(3)
-        );
-        let flag = |name: &str| attr(name).is_true();
-        for (name, shown) in [
-            ("clickable", " clickable"),
-            ("long_clickable", " long-clickable"),
-        ] {
-            if flag(name) {
-                out.push_str(shown);
-            }
-        }
-        if flag("checkable") {
-            out.push_str(if flag("checked") {
-                " checked"
-            } else {
-                " unchecked"
-            });
-        }
-        for (name, shown) in [
-            ("editable", " editable"),
-            ("password", " password"),
-            ("focused", " focused"),
-            ("scrollable", " scrollable"),
-            ("selected", " selected"),
-            ("disabled", " disabled"),
-        ] {
-            if flag(name) {
-                out.push_str(shown);
-            }
-        }
-        out.push('\n');
     }
     if out.is_empty() {
         out.push_str("(no elements: the screen may be loading, locked or showing only an image)\n");
     }
     Ok(out)
+}
+
+/// An element given as a template value: its fields by name, a missing one at its default.
+fn element_of(el: &Value) -> UiElement {
+    let attr = |name: &str| el.get_attr(name).unwrap_or_default();
+    let text = |name: &str| attr(name).as_str().unwrap_or_default().to_owned();
+    let number = |name: &str| u32::try_from(attr(name)).unwrap_or_default();
+    let flag = |name: &str| attr(name).is_true();
+    let bounds = attr("bounds");
+    let corner = |i: usize| {
+        i32::try_from(bounds.get_item_by_index(i).unwrap_or_default()).unwrap_or_default()
+    };
+    UiElement {
+        index: number("index"),
+        depth: number("depth"),
+        class_name: text("class_name"),
+        text: text("text"),
+        content_desc: text("content_desc"),
+        resource_id: text("resource_id"),
+        bounds: [corner(0), corner(1), corner(2), corner(3)],
+        clickable: flag("clickable"),
+        long_clickable: flag("long_clickable"),
+        checkable: flag("checkable"),
+        checked: flag("checked"),
+        editable: flag("editable"),
+        focused: flag("focused"),
+        scrollable: flag("scrollable"),
+        selected: flag("selected"),
+        disabled: flag("disabled"),
+        password: flag("password"),
+    }
+}
+
+/// One element's line (see [`ui_lines`]).
+fn write_line(out: &mut String, el: &UiElement) {
+    use std::fmt::Write as _;
+    for _ in 0..el.depth.min(64) {
+        out.push_str("  ");
+    }
+    let _ = write!(
+        out,
+        "[{}] {}",
+        el.index,
+        el.class_name.rsplit('.').next().unwrap_or_default()
+    );
+    if !el.text.is_empty() {
+        out.push(' ');
+        out.push_str(&super::quote(&el.text));
+    }
+    if !el.content_desc.is_empty() {
+        out.push_str(" desc=");
+        out.push_str(&super::quote(&el.content_desc));
+    }
+    if !el.resource_id.is_empty() {
+        out.push_str(" id=");
+        out.push_str(el.resource_id.rsplit('/').next().unwrap_or_default());
+    }
+    let [left, top, right, bottom] = el.bounds;
+    let _ = write!(out, " [{left},{top}][{right},{bottom}]");
+    for (on, shown) in [
+        (el.clickable, " clickable"),
+        (el.long_clickable, " long-clickable"),
+    ] {
+        if on {
+            out.push_str(shown);
+        }
+    }
+    if el.checkable {
+        out.push_str(if el.checked { " checked" } else { " unchecked" });
+    }
+    for (on, shown) in [
+        (el.editable, " editable"),
+        (el.password, " password"),
+        (el.focused, " focused"),
+        (el.scrollable, " scrollable"),
+        (el.selected, " selected"),
+        (el.disabled, " disabled"),
+    ] {
+        if on {
+            out.push_str(shown);
+        }
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
@@ -197,7 +220,9 @@ mod lines_tests {
 {% endfor %}
 "#;
 
-    fn both(elements: &[UiElement]) -> (String, String) {
+    /// The loop's lines and the filter's, for `elements` given to the template as a list of
+    /// values (as a template might make one) and as a [`Screen`] (as the contexts give it).
+    fn both(elements: &[UiElement]) -> [(String, String); 2] {
         let mut env = minijinja::Environment::new();
         env.set_syntax(
             minijinja::syntax::SyntaxConfig::builder()
@@ -208,10 +233,18 @@ mod lines_tests {
         );
         env.add_filter("quote", super::super::quote);
         env.add_template("loop", LOOP).unwrap();
-        let value = minijinja::Value::from(minijinja::value::Serde(elements));
-        let ctx = minijinja::context! { elements => value.clone() };
-        let by_loop = env.get_template("loop").unwrap().render(&ctx).unwrap();
-        (by_loop, ui_lines(&value).unwrap())
+        let lines = |value: Value| {
+            let ctx = minijinja::context! { elements => value.clone() };
+            let by_loop = env.get_template("loop").unwrap().render(&ctx).unwrap();
+            (by_loop, ui_lines(&value).unwrap())
+        };
+        let screen = Screen::from(elements.to_vec());
+        let as_context = Value::from(minijinja::value::Serde(&screen));
+        assert!(as_context.downcast_object_ref::<Screen>().is_some());
+        [
+            lines(Value::from(minijinja::value::Serde(elements))),
+            lines(as_context),
+        ]
     }
 
     #[test]
@@ -243,8 +276,10 @@ mod lines_tests {
         };
         let nameless = UiElement::default();
         for screen in [vec![every_flag, bare, nameless], Vec::new()] {
-            let (by_loop, by_filter) = both(&screen);
+            let [(by_loop, by_filter), (screen_loop, screen_filter)] = both(&screen);
             assert_eq!(by_filter, by_loop);
+            assert_eq!(screen_loop, by_loop);
+            assert_eq!(screen_filter, by_loop);
         }
     }
 }
