@@ -604,6 +604,31 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         pct(&mut durations, 1.0),
         100.0 * llm_ms as f64 / mean_gap.as_secs_f64() / 1000.0,
     );
+    // Where the delay of the tasks that ended last came from, against every task's: the start
+    // (submission to first step), the steps (beyond the model's time) and the end.
+    let parts = |t: &Timeline| {
+        let (first, between, last) = t.phases();
+        let model = Duration::from_millis(llm_ms);
+        let excess: Duration = between.iter().map(|g| g.saturating_sub(model)).sum();
+        [first, excess, last.saturating_sub(model)].map(|d| d.as_secs_f64() * 1000.0)
+    };
+    let mean_parts = |ts: &[&Timeline]| {
+        let mut sum = [0.0; 3];
+        for t in ts {
+            for (s, p) in sum.iter_mut().zip(parts(t)) {
+                *s += p;
+            }
+        }
+        sum.map(|s| s / ts.len().max(1) as f64)
+    };
+    let mut by_end: Vec<&Timeline> = timelines.iter().collect();
+    by_end.sort_by_key(|t| t.ended);
+    let late = by_end.len().div_ceil(20);
+    let [ls, lx, le] = mean_parts(&by_end[by_end.len() - late..]);
+    let [as_, ax, ae] = mean_parts(&by_end);
+    println!(
+        "  the {late} tasks that ended last, mean ms: start {ls:.0}, steps beyond the model {lx:.0}, end beyond the model {le:.0} (every task: {as_:.0}, {ax:.0}, {ae:.0})"
+    );
     println!(
         "  step to step by step (mean/max ms): {}",
         by_step.join(" ")
