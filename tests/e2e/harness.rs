@@ -84,24 +84,20 @@ impl Proc {
 
     /// Waits up to `within` for the process to exit; its status, or `None` if it still runs.
     pub fn wait_exit(&mut self, within: std::time::Duration) -> Option<std::process::ExitStatus> {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if std::time::Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let mut status = None;
+        poll_until(std::time::Instant::now() + within, || {
+            status = self.child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        status
     }
 
-    /// Kills the process at once (SIGKILL), as a crash would.
     /// Whether the process has ended.
     pub fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
+    /// Kills the process at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -111,6 +107,19 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Checks `done` every 20 ms until it holds (true) or `deadline` passes (false).
+fn poll_until(deadline: std::time::Instant, mut done: impl FnMut() -> bool) -> bool {
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -177,16 +186,16 @@ pub fn start_sims(n: usize) -> Result<(Proc, Vec<String>), String> {
             .collect();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let mut exited = false;
-        'wait: for s in &serials {
-            while std::net::TcpStream::connect(s.as_str()).is_err() {
-                if sim.exited() {
-                    exited = true;
-                    break 'wait;
-                }
-                if std::time::Instant::now() >= deadline {
-                    return Err(format!("simulated phone {s} did not listen within 30 s"));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+        for s in &serials {
+            let listens = poll_until(deadline, || {
+                exited = sim.exited();
+                exited || std::net::TcpStream::connect(s.as_str()).is_ok()
+            });
+            if exited {
+                break;
+            }
+            if !listens {
+                return Err(format!("simulated phone {s} did not listen within 30 s"));
             }
         }
         if !exited {
