@@ -637,6 +637,17 @@ async fn concurrent(n: usize, steps: u32, llm_ms: u64, target_pct: u32) -> f64 {
         "  model calls by round, ms after the round's ideal start (first submission + round x {llm_ms} ms), first/last: {}",
         rounds.join(" ")
     );
+    // The double's own lateness counts against the figure as if the mesh spent it.
+    let mut late = llm.reply_lateness();
+    late.sort();
+    if !late.is_empty() {
+        let mean = late.iter().sum::<Duration>() / u32::try_from(late.len()).unwrap_or(1);
+        println!(
+            "  the model double's replies were ready {:.2} ms after their {llm_ms} ms on average (p99 {:.2} ms)",
+            mean.as_secs_f64() * 1e3,
+            pct(&mut late, 0.99).as_secs_f64() * 1e3
+        );
+    }
     println!(
         "  start burst (first submission until every first step began, {burst:.1?}{}), CPU used: {}",
         if warm {

@@ -3,6 +3,7 @@
 //! body, delay), with builders for the success bodies of each wire format; [`LlamaServer`]
 //! behaves like llama.cpp's server running a small model (one slot, a context size, replies cut
 //! at `max_tokens`, images refused without a projector).
+mod alarm;
 mod llama;
 mod serve;
 
@@ -26,7 +27,7 @@ pub struct MockResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
-    /// Wait this long before answering.
+    /// Answer this long after the request's body was read.
     pub delay: Duration,
 }
 
@@ -132,6 +133,8 @@ struct State {
     no_log: bool,
     /// When each request arrived, kept even with the log off (at most [`MAX_ARRIVALS`]).
     arrivals: Vec<Instant>,
+    /// How long after its delay each delayed reply was ready (at most [`MAX_ARRIVALS`]).
+    late: Vec<Duration>,
 }
 
 /// The most arrival times a server keeps; later ones are not recorded.
@@ -192,6 +195,12 @@ impl MockLlmServer {
         self.lock().arrivals.clone()
     }
 
+    /// For each reply with a delay, how long after the delay it was ready to send, in order:
+    /// the double's own lateness, which a benchmark charges to the client.
+    pub fn reply_lateness(&self) -> Vec<Duration> {
+        self.lock().late.clone()
+    }
+
     pub fn request_count(&self) -> usize {
         self.lock().log.len()
     }
@@ -217,6 +226,7 @@ impl Drop for MockLlmServer {
 }
 
 async fn handle(state: Arc<Mutex<State>>, request: ReceivedRequest) -> serve::Reply {
+    let at = request.at;
     let scripted = {
         let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
         if s.arrivals.len() < MAX_ARRIVALS {
@@ -231,7 +241,12 @@ async fn handle(state: Arc<Mutex<State>>, request: ReceivedRequest) -> serve::Re
         })
     };
     if !scripted.delay.is_zero() {
-        tokio::time::sleep(scripted.delay).await;
+        alarm::until(at + scripted.delay).await;
+        let late = at.elapsed().saturating_sub(scripted.delay);
+        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.late.len() < MAX_ARRIVALS {
+            s.late.push(late);
+        }
     }
     serve::reply(scripted.status, &scripted.headers, scripted.body)
 }
