@@ -25,6 +25,13 @@ pub struct ExecutorConfig {
     /// last at most 10 s); a device service that does not answer in time fails the step,
     /// named with its endpoint.
     pub device_call_timeout_ms: u64,
+    /// Runs let into their start at once (setup, the first device read and prompt, until the
+    /// first model call goes out), in arrival order; later ones wait their turn (see
+    /// `droidmesh_executor::admission`). Unset: 4 per CPU core; 0: no limit.
+    pub start_places: Option<usize>,
+    /// Longest a start keeps its place: a slow first read delays the starts queued behind it
+    /// by at most this.
+    pub start_hold_ms: u64,
 }
 
 impl Default for ExecutorConfig {
@@ -39,11 +46,20 @@ impl Default for ExecutorConfig {
             human_wait_ms: 600_000,
             prompts_dir: None,
             device_call_timeout_ms: 30_000,
+            start_places: None,
+            start_hold_ms: 20,
         }
     }
 }
 
 impl ExecutorConfig {
+    /// How many starts may proceed at once (0: no limit).
+    pub fn start_places(&self) -> usize {
+        self.start_places.unwrap_or_else(|| {
+            4 * std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        })
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.step_timeout_ms < 100 {
             return Err(format!(
@@ -67,6 +83,12 @@ impl ExecutorConfig {
             return Err(format!(
                 "executor.device_call_timeout_ms must be at least 100, got {}",
                 self.device_call_timeout_ms
+            ));
+        }
+        if !(1..=60_000).contains(&self.start_hold_ms) {
+            return Err(format!(
+                "executor.start_hold_ms must be between 1 and 60000, got {}",
+                self.start_hold_ms
             ));
         }
         if self.max_consecutive_failures == 0 {

@@ -12,6 +12,7 @@
 //! under the task's lease. `type_secret` types values from the executor's environment
 //! ([`secrets_from_env`]) for the ids a request lists; a value never reaches a prompt, an event,
 //! a result or a span.
+pub mod admission;
 pub mod codeact;
 pub mod config;
 pub mod device_link;
@@ -66,6 +67,10 @@ pub fn executor_service(
     }
     .map_err(|e| format!("prompt templates: {e}"))?;
     let device_call = std::time::Duration::from_millis(cfg.device_call_timeout_ms);
+    let admission = Arc::new(admission::StartAdmission::new(
+        cfg.start_places(),
+        std::time::Duration::from_millis(cfg.start_hold_ms),
+    ));
     Ok(ExecutorServiceServer::new(Executor {
         cfg,
         llm,
@@ -73,6 +78,7 @@ pub fn executor_service(
         default_device,
         secrets: Arc::new(secrets),
         foreground: Arc::default(),
+        admission,
         devices: Arc::new(droidmesh_runtime::ChannelCache::new(
             droidmesh_runtime::ClientOptions {
                 request_timeout: Some(device_call),

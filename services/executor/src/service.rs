@@ -45,6 +45,8 @@ pub struct Executor {
     pub(crate) devices: Arc<droidmesh_runtime::ChannelCache>,
     /// Runs preparing a model call, ahead of background work (see [`crate::foreground`]).
     pub(crate) foreground: Arc<crate::foreground::Foreground>,
+    /// Starts let in a few at a time (see [`crate::admission`]).
+    pub(crate) admission: Arc<crate::admission::StartAdmission>,
 }
 
 #[tonic::async_trait]
@@ -193,6 +195,7 @@ impl Executor {
             steer: steer_rx,
             secrets: self.secrets.as_ref().clone(),
             foreground: self.foreground.clone(),
+            admission: self.admission.clone(),
         };
         tracing::info!(%task, "codeact run started");
         // The run keeps this RPC's trace: its device calls are children of the gateway's task.

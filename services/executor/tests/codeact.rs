@@ -518,3 +518,66 @@ async fn bad_code_act_streams_are_refused_before_anything_runs() {
         "a refused stream called the model"
     );
 }
+
+/// Starts take turns (`start_places`): with one place, a run whose first device read hangs
+/// keeps the place for `start_hold_ms` and no longer; the run queued behind it then starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_start_stuck_on_its_device_holds_back_the_next_start_for_the_hold_only() {
+    let hold = Duration::from_millis(600);
+    let cfg = ExecutorConfig {
+        step_timeout_ms: 5_000,
+        device_call_timeout_ms: 30_000,
+        start_places: Some(1),
+        start_hold_ms: u64::try_from(hold.as_millis()).unwrap(),
+        ..ExecutorConfig::default()
+    };
+    let rig = rig_with(vec![], cfg).await;
+    rig.llm
+        .set_fallback(reply("```js\ncomplete(true, 'done')\n```"));
+    // A device service that accepts connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stuck = CodeActStart {
+        task_id: "t-stuck".into(),
+        goal: "Wait on a silent device".into(),
+        device: Some(DeviceBinding {
+            endpoint: format!("http://{}", silent.local_addr().unwrap()),
+            lease: Some(droidmesh_proto::v1::LeaseRef {
+                serial: "silent".into(),
+                lease_id: "l-silent".into(),
+            }),
+        }),
+        max_steps: 1,
+        ..CodeActStart::default()
+    };
+    let (stuck_tx, rx) = tokio::sync::mpsc::channel(1);
+    stuck_tx
+        .send(CodeActInput {
+            kind: Some(code_act_input::Kind::Start(stuck)),
+        })
+        .await
+        .unwrap();
+    let mut exec = rig.executor.clone();
+    let _stuck_events = exec
+        .run_code_act(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .unwrap();
+    // Its first device read has begun: it holds the place from here on (at least).
+    let (_held_open, _) = tokio::time::timeout(Duration::from_secs(10), silent.accept())
+        .await
+        .expect("the stuck run never called its device")
+        .unwrap();
+    let queued = Instant::now();
+    let events = run(&rig, "Start behind the stuck one", 1).await;
+    assert!(finished(&events).success, "{:?}", finished(&events));
+    let first_call = rig.llm.arrivals()[0];
+    let waited = first_call.duration_since(queued);
+    // The stuck run took its place before `queued`, up to a few tens of ms before.
+    assert!(
+        waited >= hold - Duration::from_millis(200),
+        "the next start went ahead while the place was held: its model call came {waited:?} after it queued"
+    );
+    assert!(
+        waited < Duration::from_secs(10),
+        "the next start waited on the stuck device, not the hold: {waited:?}"
+    );
+}

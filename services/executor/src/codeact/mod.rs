@@ -24,6 +24,7 @@ use droidmesh_sandbox::{Capabilities, SandboxLimits, Session};
 use tokio::sync::mpsc;
 use tonic::Status;
 
+use crate::admission::{Admitted, StartAdmission};
 use crate::config::ExecutorConfig;
 use crate::device_link::DeviceLink;
 use crate::device_tools::ToolCtx;
@@ -60,6 +61,8 @@ pub struct Run {
     pub secrets: HashMap<String, String>,
     /// The executor's runs preparing a model call; this run counts itself in while it does.
     pub foreground: Arc<Foreground>,
+    /// Starts let in a few at a time; this run holds a place until its first model call.
+    pub admission: Arc<StartAdmission>,
 }
 
 const AGENT: &str = "codeact";
@@ -95,6 +98,8 @@ struct Setup {
 
 /// What the run has learnt so far, shown to the model at each step.
 struct Progress {
+    /// The run's place among the starts, given back when its first model call goes out.
+    admitted: Option<Admitted>,
     goal: String,
     history: Vec<CodeActStep>,
     memory: Vec<String>,
@@ -144,6 +149,11 @@ impl Run {
     }
 
     async fn run_loop(&mut self, usage: &mut TokenUsage) -> Flow<Outcome> {
+        // A task cancelled while it waits for its turn leaves the queue at once.
+        let admitted = tokio::select! {
+            admitted = self.admission.admit() => admitted,
+            () = self.events.closed() => return Err(Halt::Gone),
+        };
         let entered = self.foreground.enter();
         let setup = self.setup().await.map_err(|e| Halt::Failed(0, e))?;
         drop(entered);
@@ -152,6 +162,7 @@ impl Run {
             .limits(&setup.target)
             .map_err(|e| Halt::Failed(0, format!("the model override is not usable: {e}")))?;
         let mut progress = Progress {
+            admitted: Some(admitted),
             fit: Fit::new(limits),
             miscounted: false,
             goal: self.start.goal.clone(),
@@ -244,6 +255,7 @@ impl Run {
             let (called, shown) = loop {
                 let prompt = self.prompt(setup, progress, step, &seen)?;
                 entered.take();
+                progress.admitted.take();
                 let called = self
                     .call(setup, prompt.message, progress, step, deadline)
                     .await?;
