@@ -97,3 +97,32 @@ impl ExecutorConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_turns_are_configured_within_bounds() {
+        let cfg = ExecutorConfig::default();
+        assert_eq!(cfg.validate(), Ok(()));
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        assert_eq!(cfg.start_places(), 4 * cores);
+        let off = ExecutorConfig {
+            start_places: Some(0),
+            ..ExecutorConfig::default()
+        };
+        assert_eq!(off.start_places(), 0);
+        for hold in [0, 60_001] {
+            let bad = ExecutorConfig {
+                start_hold_ms: hold,
+                ..ExecutorConfig::default()
+            };
+            let err = bad.validate().unwrap_err();
+            assert!(
+                err.contains("executor.start_hold_ms") && err.contains(&hold.to_string()),
+                "{err}"
+            );
+        }
+    }
+}
