@@ -61,6 +61,11 @@ impl SourceCell {
         }
     }
 
+    /// Whether the source is settled: chosen by configuration, or asked already.
+    pub fn known(&self) -> bool {
+        self.pref != UiSourcePref::Auto || self.found.get().is_some()
+    }
+
     /// The source to read this device with, asking the device once (`auto`).
     pub async fn get(&self, adb: &crate::adb::AdbDevice) -> UiSource {
         match self.pref {

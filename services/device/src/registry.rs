@@ -44,6 +44,11 @@ impl Slot {
             && self.described.get().is_none()
     }
 
+    /// Whether adb last reported the device ready for commands (`device`).
+    pub fn is_usable(&self) -> bool {
+        self.info.lock().unwrap_or_else(|p| p.into_inner()).state == "device"
+    }
+
     /// Fills model and product from the device's own properties when adb did not give them
     /// (a device reached directly), once per device; a failed read is tried again next time.
     /// Spaces become `_`, as `adb devices -l` shows them.
@@ -258,7 +263,7 @@ impl Registry {
             .refresh()
             .await?
             .iter()
-            .filter(|s| s.info.lock().unwrap_or_else(|p| p.into_inner()).state == "device")
+            .filter(|s| s.is_usable())
             .map(|s| s.adb.serial().to_owned())
             .collect())
     }

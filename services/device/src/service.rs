@@ -286,16 +286,13 @@ impl DeviceService for DeviceServiceImpl {
     ) -> Result<Response<ListDevicesResponse>, Status> {
         self.read("list_devices", "", async {
             let slots = self.inner.registry.refresh().await?;
-            // Devices that adb did not describe are asked, all at once; one that does not
+            // What is not known yet about a device (model and product when adb did not give
+            // them, screen size, UI source) is asked, all devices at once; one that does not
             // answer is listed without model and product.
             let mut asks = tokio::task::JoinSet::new();
-            for slot in slots.iter().filter(|s| s.needs_description()) {
+            for slot in slots.iter().filter(|s| crate::state::unlearned(s)) {
                 let slot = slot.clone();
-                asks.spawn(async move {
-                    if let Err(e) = slot.describe().await {
-                        tracing::debug!(serial = %slot.adb.serial(), error = %e, "cannot read model and product");
-                    }
-                });
+                asks.spawn(async move { crate::state::learn(&slot).await });
             }
             while asks.join_next().await.is_some() {}
             Ok(ListDevicesResponse {

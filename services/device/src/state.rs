@@ -42,6 +42,32 @@ pub async fn screen_size(slot: &Slot) -> Result<(u32, u32, u32)> {
         .copied()
 }
 
+/// Whether some fixed fact about the device (see [`learn`]) is still to be read.
+pub fn unlearned(slot: &Slot) -> bool {
+    slot.needs_description()
+        || (slot.is_usable() && (slot.screen.get().is_none() || !slot.ui_source.known()))
+}
+
+/// Reads, all at once and once per device, what does not change about it: model and product
+/// when adb did not give them, the screen's size and where its UI is read from. A device's
+/// first screen read would otherwise ask for the last two itself (three more commands);
+/// ListDevices learns them for the devices it lists. A fact that cannot be read is left to
+/// be asked for again when needed.
+pub async fn learn(slot: &Slot) {
+    let serial = slot.adb.serial();
+    let (described, screen, _) = tokio::join!(
+        slot.describe(),
+        screen_size(slot),
+        slot.ui_source.get(&slot.adb)
+    );
+    if let Err(e) = described {
+        tracing::debug!(%serial, error = %e, "cannot read model and product");
+    }
+    if let Err(e) = screen {
+        tracing::debug!(%serial, error = %e, "cannot read the screen size");
+    }
+}
+
 /// Screenshots decoded and scaled at the same time.
 const IMAGE_WORKERS: usize = 2;
 static IMAGE_WORK: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(IMAGE_WORKERS);

@@ -149,3 +149,64 @@ async fn a_step_is_one_observation_and_one_action_at_the_device_on_both_routes()
     );
     drop(adb);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listed_devices_first_read_is_one_command() {
+    let fleet = start_fleet(2).await;
+    let (listed, unlisted) = (&fleet.devices()[0], &fleet.devices()[1]);
+    let serials = [listed.addr.to_string(), unlisted.addr.to_string()];
+    let mut client = serve(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![serials[0].clone()],
+        command_timeout_ms: 3_000,
+        ..DeviceConfig::default()
+    })
+    .await;
+    // Listing learns what does not change (model, product, screen size, UI source) ...
+    let devices = client
+        .list_devices(droidmesh_proto::v1::ListDevicesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .devices;
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    let (learned, services) = listed.streams_opened();
+    for asked in [
+        "getprop ro.product.model",
+        "wm size",
+        "wm density",
+        "content query",
+    ] {
+        assert!(
+            services.iter().any(|s| s.contains(asked)),
+            "listing did not ask `{asked}`: {services:?}"
+        );
+    }
+    // ... so a task's first read is the observation alone, and the screen size is the one
+    // the device reports.
+    let lease = acquire(&mut client, &serials[0], "first-read").await;
+    let seen = state(&mut client, &serials[0]).await;
+    let (after, services) = listed.streams_opened();
+    assert_eq!(
+        after - learned,
+        1,
+        "the first read after listing; the last services: {services:?}"
+    );
+    let screen = seen.screen.unwrap();
+    assert_eq!((screen.width, screen.height), (1080, 2400), "{screen:?}");
+    drop(lease);
+
+    // A device attached after the listing learns the same facts at its first read.
+    let mut direct = serve(direct_config(&serials[1])).await;
+    let lease = acquire(&mut direct, &serials[1], "first-read-unlisted").await;
+    let (before, _) = unlisted.streams_opened();
+    let seen = state(&mut direct, &serials[1]).await;
+    let (after, services) = unlisted.streams_opened();
+    assert!(
+        after - before > 1,
+        "an unlisted device's first read asks for the screen size too: {services:?}"
+    );
+    assert_eq!(seen.screen.unwrap().width, 1080);
+    drop(lease);
+    fleet.shutdown().await;
+}
