@@ -33,6 +33,10 @@ pub struct Slot {
     pub settle: crate::settle::SettleState,
     /// Where this device's UI tree is read from (uiautomator or the companion service).
     pub ui_source: crate::portal::SourceCell,
+    /// Set once a listing asked for the facts a first read would otherwise ask (screen size,
+    /// UI source), answered or not: a phone that did not answer is not waited for again at
+    /// every listing; its first read asks for what is still missing.
+    pub learned: std::sync::atomic::AtomicBool,
 }
 
 impl Slot {
@@ -155,6 +159,7 @@ impl Registry {
             secret_fields: SecretFields::default(),
             settle: crate::settle::SettleState::default(),
             ui_source: crate::portal::SourceCell::new(self.ui_source),
+            learned: std::sync::atomic::AtomicBool::new(false),
         });
         self.write().insert(serial, slot.clone());
         slot
@@ -231,6 +236,7 @@ impl Registry {
                         secret_fields: SecretFields::default(),
                         settle: crate::settle::SettleState::default(),
                         ui_source: crate::portal::SourceCell::new(self.ui_source),
+                        learned: std::sync::atomic::AtomicBool::new(false),
                     });
                     slots.insert(d.serial, slot);
                 }

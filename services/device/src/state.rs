@@ -1,6 +1,7 @@
 //! Reading a device: UI tree, focus and keyboard in one command ([`observe`]), screen size
 //! (once per device) and screenshot, concurrently.
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
 
@@ -42,24 +43,31 @@ pub async fn screen_size(slot: &Slot) -> Result<(u32, u32, u32)> {
         .copied()
 }
 
-/// Whether some fixed fact about the device (see [`learn`]) is still to be read.
+/// Whether some fixed fact about the device (see [`learn`]) is still to be asked.
 pub fn unlearned(slot: &Slot) -> bool {
     slot.needs_description()
-        || (slot.is_usable() && (slot.screen.get().is_none() || !slot.ui_source.known()))
+        || (slot.is_usable()
+            && !slot.learned.load(Ordering::Acquire)
+            && (slot.screen.get().is_none() || !slot.ui_source.known()))
 }
 
-/// Reads, all at once and once per device, what does not change about it: model and product
-/// when adb did not give them, the screen's size and where its UI is read from. A device's
+/// Reads, all at once, what does not change about a device: model and product when adb did
+/// not give them (asked again at every call until they come, as ListDevices shows them), the
+/// screen's size and where its UI is read from (asked once here, answered or not). A device's
 /// first screen read would otherwise ask for the last two itself (three more commands);
-/// ListDevices learns them for the devices it lists. A fact that cannot be read is left to
-/// be asked for again when needed.
+/// ListDevices learns them for the devices it lists.
 pub async fn learn(slot: &Slot) {
     let serial = slot.adb.serial();
-    let (described, screen, _) = tokio::join!(
-        slot.describe(),
-        screen_size(slot),
-        slot.ui_source.get(&slot.adb)
-    );
+    let first = !slot.learned.swap(true, Ordering::AcqRel);
+    let rest = async {
+        if first {
+            let (screen, _) = tokio::join!(screen_size(slot), slot.ui_source.get(&slot.adb));
+            screen.map(|_| ())
+        } else {
+            Ok(())
+        }
+    };
+    let (described, screen) = tokio::join!(slot.describe(), rest);
     if let Err(e) = described {
         tracing::debug!(%serial, error = %e, "cannot read model and product");
     }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use droidmesh_device::DeviceConfig;
-use droidmesh_proto::v1::{GetStateRequest, ListPackagesRequest};
+use droidmesh_proto::v1::{GetStateRequest, ListDevicesRequest, ListPackagesRequest};
 use tonic::Code;
 
 use super::common::*;
@@ -122,4 +122,50 @@ async fn a_stalled_device_is_unavailable_within_the_command_timeout() {
         "{took:?}"
     );
     assert!(calls.load(Ordering::SeqCst) >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_phone_that_never_answers_its_screen_size_holds_up_one_listing_only() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = asked.clone();
+    let addr = start(Arc::new(move |cmd: &str| {
+        if cmd == "wm size" {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Reply::Stall
+        } else {
+            phone(cmd)
+        }
+    }))
+    .await;
+    let client = serve(DeviceConfig {
+        adb_server: String::new(),
+        direct_devices: vec![addr.to_string()],
+        command_timeout_ms: 2_000,
+        ..DeviceConfig::default()
+    })
+    .await;
+    let list = |mut client: Client| async move {
+        let started = Instant::now();
+        let devices = client
+            .list_devices(ListDevicesRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .devices;
+        (client, devices.len(), started.elapsed())
+    };
+    // The first listing asks for the screen size and waits for it, up to the command timeout.
+    let (client, listed, took) = list(client).await;
+    assert_eq!(listed, 1);
+    assert!(took >= Duration::from_millis(1_900), "{took:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    // Later listings do not ask again, so they do not wait.
+    let (_, listed, took) = list(client).await;
+    assert_eq!(listed, 1);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "the screen size was asked again"
+    );
 }
