@@ -3,8 +3,9 @@
 use droidmesh_device::{DeviceConfig, device_service};
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, ActionResult, GetStateRequest, Lease, LeaseRef, Point, StartAppRequest,
-    TapRequest, UiElement, UiState, start_app_request, tap_request,
+    AcquireLeaseRequest, ActionResult, DeviceInfo, GetStateRequest, Lease, LeaseRef,
+    ListDevicesRequest, Point, StartAppRequest, TapRequest, UiElement, UiState, start_app_request,
+    tap_request,
 };
 use tonic::transport::Channel;
 
@@ -29,6 +30,17 @@ pub async fn serve(cfg: DeviceConfig) -> Client {
         .unwrap()
 }
 
+/// The devices the service lists.
+pub async fn devices(client: &mut Client) -> Vec<DeviceInfo> {
+    client
+        .list_devices(ListDevicesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .devices
+}
+
+/// Leases `serial` for `holder`.
 pub async fn acquire(client: &mut Client, serial: &str, holder: &str) -> Lease {
     client
         .acquire_lease(AcquireLeaseRequest {

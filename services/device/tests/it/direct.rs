@@ -1,7 +1,7 @@
 //! Devices reached directly over ADB-over-TCP, without an adb server.
 use droidmesh_device::DeviceConfig;
 use droidmesh_proto::v1::{
-    ConnectDeviceRequest, ListDevicesRequest, TapRequest, Transport, TypeTextRequest, tap_request,
+    ConnectDeviceRequest, TapRequest, Transport, TypeTextRequest, tap_request,
 };
 use tonic::Code;
 
@@ -32,12 +32,7 @@ async fn direct_tcp_device_configured_and_connected() {
         .into_inner();
     assert_eq!(info.serial, addrs[1].to_string());
     assert_eq!(info.transport, Transport::TcpDirect as i32);
-    let devices = client
-        .list_devices(ListDevicesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .devices;
+    let devices = devices(&mut client).await;
     assert_eq!(devices.len(), 2, "{devices:?}");
     assert!(
         devices

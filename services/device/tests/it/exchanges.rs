@@ -155,20 +155,9 @@ async fn a_listed_devices_first_read_is_one_command() {
     let fleet = start_fleet(2).await;
     let (listed, unlisted) = (&fleet.devices()[0], &fleet.devices()[1]);
     let serials = [listed.addr.to_string(), unlisted.addr.to_string()];
-    let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serials[0].clone()],
-        command_timeout_ms: 3_000,
-        ..DeviceConfig::default()
-    })
-    .await;
+    let mut client = serve(direct_config(&serials[0])).await;
     // Listing learns what does not change (model, product, screen size, UI source) ...
-    let devices = client
-        .list_devices(droidmesh_proto::v1::ListDevicesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .devices;
+    let devices = devices(&mut client).await;
     assert_eq!(devices.len(), 1, "{devices:?}");
     let (learned, services) = listed.streams_opened();
     for asked in [

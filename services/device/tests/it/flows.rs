@@ -1,7 +1,7 @@
 //! End-to-end flows on simulated devices through the adb server: Settings, Notes, Contacts.
 use droidmesh_proto::v1::{
-    ListDevicesRequest, Point, StartAppRequest, SwipeRequest, TapRequest, Transport,
-    TypeTextRequest, start_app_request, tap_request,
+    Point, StartAppRequest, SwipeRequest, TapRequest, Transport, TypeTextRequest,
+    start_app_request, tap_request,
 };
 
 use super::common::*;
@@ -11,12 +11,7 @@ use super::sims::*;
 async fn lists_both_attached_simulators() {
     let Some(shared) = shared() else { return };
     let mut client = serve(config(shared)).await;
-    let devices = client
-        .list_devices(ListDevicesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .devices;
+    let devices = devices(&mut client).await;
     for serial in &shared.serials[..2] {
         let d = devices
             .iter()

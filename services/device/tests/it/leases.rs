@@ -1,7 +1,6 @@
 //! Lease behaviour over gRPC: races, refusals naming the holder, release.
 use droidmesh_proto::v1::{
-    AcquireLeaseRequest, LeaseRef, ListDevicesRequest, Point, ReleaseLeaseRequest, TapRequest,
-    tap_request,
+    AcquireLeaseRequest, LeaseRef, Point, ReleaseLeaseRequest, TapRequest, tap_request,
 };
 use tonic::Code;
 
@@ -42,13 +41,7 @@ async fn two_holders_racing_for_one_device_exactly_one_wins() {
         );
     }
     // ListDevices shows the holder.
-    let devices = client
-        .clone()
-        .list_devices(ListDevicesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .devices;
+    let devices = devices(&mut client.clone()).await;
     let d = devices.iter().find(|d| d.serial == serial).unwrap();
     assert_eq!(&d.lease.as_ref().unwrap().holder, holder);
 }

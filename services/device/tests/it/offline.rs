@@ -27,12 +27,7 @@ async fn a_direct_device_that_does_not_answer_is_unavailable_fast() {
         ..DeviceConfig::default()
     })
     .await;
-    let devices = client
-        .list_devices(ListDevicesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .devices;
+    let devices = devices(&mut client).await;
     assert_eq!(devices.len(), 1);
     assert_eq!(devices[0].serial, dead);
     assert_eq!(devices[0].transport, Transport::TcpDirect as i32);
