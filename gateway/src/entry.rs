@@ -303,7 +303,7 @@ impl TaskEntry {
 
     /// The record and the events the task store has not been given yet.
     pub fn unwritten(&self) -> (TaskWrite, Written) {
-        let d = self.lock();
+        let mut d = self.lock();
         let first = d.task.first_seq.max(1);
         let skip = usize::try_from((d.written_seq + 1).saturating_sub(first)).unwrap_or(usize::MAX);
         let events = d
@@ -316,8 +316,20 @@ impl TaskEntry {
                 bytes: bytes.clone(),
             })
             .collect();
+        // The store has the request from the task's creation: a running task's record goes
+        // without it (up to `gateway.max_request_bytes` less to copy and write each time),
+        // an ended one's with it, compacted.
+        let request = if d.run_over {
+            None
+        } else {
+            d.task.request.take()
+        };
+        let task = d.task.clone();
+        if request.is_some() {
+            d.task.request = request;
+        }
         let write = TaskWrite {
-            task: d.task.clone(),
+            task,
             ord: Some(self.ord),
             events,
             lease: d.lease.clone(),

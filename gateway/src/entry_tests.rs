@@ -173,3 +173,38 @@ fn the_event_that_ends_a_task_asks_the_writer_not_to_wait() {
     assert_eq!(dirty.take(), BTreeSet::from([7]));
     assert!(!dirty.is_urgent(), "a write covers it");
 }
+
+#[test]
+fn a_running_tasks_writes_leave_its_request_to_the_store_and_its_last_holds_it_compacted() {
+    let dirty = Arc::new(Dirty::default());
+    let limits = Limits {
+        max_events: 100,
+        max_event_bytes: 1 << 20,
+        max_queued: 2,
+    };
+    let request = largest_task().request;
+    let task = Task {
+        id: "t1".into(),
+        request: request.clone(),
+        ..Task::default()
+    };
+    let (t, _queue) = TaskEntry::new(task, 7, limits, Some(dirty));
+    t.push(status("step"));
+    let (w, _) = t.unwritten();
+    assert!(
+        w.task.request.is_none(),
+        "a running task's write carries its request"
+    );
+    assert_eq!(w.events.len(), 1);
+    // The record in memory keeps it: reads from memory show it whole.
+    assert_eq!(t.snapshot().request, request);
+    t.push(task_event::Kind::Completed(TaskCompleted::default()));
+    t.compact();
+    let (w, _) = t.unwritten();
+    let kept = w
+        .task
+        .request
+        .expect("an ended task's last write holds its request");
+    assert_eq!(kept.goal.chars().count(), KEPT_TEXT + 1);
+    assert_eq!(kept.device, "emulator-5554");
+}

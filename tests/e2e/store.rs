@@ -99,6 +99,10 @@ async fn finished_tasks_and_their_logs_survive_a_killed_gateway() {
         .into_inner();
     assert_eq!(task_a.state(), TaskState::Succeeded);
     assert_eq!(task_a.answer, "opened");
+    assert_eq!(
+        task_a.request.map(|r| r.goal).as_deref(),
+        Some("open settings")
+    );
     assert_eq!(watch_all(&mut g, &a).await, first);
     assert_eq!(watch_all(&mut g, &b).await, second);
 
@@ -109,6 +113,13 @@ async fn finished_tasks_and_their_logs_survive_a_killed_gateway() {
         .unwrap()
         .into_inner();
     assert_eq!(task_c.state(), TaskState::Failed, "{task_c:?}");
+    // Its record was written without its request while it ran (the store kept the request
+    // apart); recovered, it has it again.
+    assert_eq!(
+        task_c.request.as_ref().map(|r| r.goal.as_str()),
+        Some("wait for the model"),
+        "{task_c:?}"
+    );
     assert!(
         task_c.error.contains("gateway restarted"),
         "{}",

@@ -1,6 +1,8 @@
 //! What every task store does, whatever its backend: the bodies of tests that
 //! `sqlite_tests.rs` and `postgres_tests.rs` run against their own store.
-use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState, TaskStatus, task_event};
+use droidmesh_proto::v1::{
+    LeaseRef, Task, TaskEvent, TaskRequest, TaskState, TaskStatus, task_event,
+};
 use prost::Message as _;
 
 use super::{Retention, SCHEMA_VERSION, StoreError, StoredEvent, TaskStore, TaskWrite};
@@ -11,6 +13,8 @@ use super::{Retention, SCHEMA_VERSION, StoreError, StoredEvent, TaskStore, TaskW
 pub(crate) trait Backend: Send + Sync {
     async fn open(&self) -> Result<Box<dyn TaskStore>, StoreError>;
     async fn set_schema_version(&self, version: u32);
+    /// Bytes the store has written to its log so far (SQLite's WAL, PostgreSQL's WAL).
+    async fn log_bytes(&self) -> u64;
 }
 
 pub(crate) fn task(id: &str, state: TaskState) -> Task {
@@ -308,4 +312,86 @@ pub(crate) async fn tokens_are_summed_per_tenant_from_a_time_on(b: &dyn Backend)
             .unwrap();
     }
     assert!(store.tokens_since("hog", 0).await.unwrap() >= 1 << 62);
+}
+
+/// A request of `kib` KiB that does not compress (a goal of pseudo-random letters).
+fn big_request(kib: usize) -> TaskRequest {
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let goal = (0..kib * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b'a' + u8::try_from(x % 26).unwrap_or(0))
+        })
+        .collect();
+    TaskRequest {
+        goal,
+        app_card: "Settings: the Wi-Fi switch is on the first screen".into(),
+        ..TaskRequest::default()
+    }
+}
+
+/// While a task runs the gateway writes its record without the request, which the store was
+/// given when the task was created and keeps apart: each write of a step costs the step, not
+/// the request again. Every read (the task, a page, an orphan) has the request whole; once the
+/// task has ended its record holds the request (compacted) and nothing is kept apart.
+pub(crate) async fn a_running_tasks_request_is_written_once(b: &dyn Backend) {
+    const KIB: usize = 200;
+    const STEPS: u64 = 20;
+    let store = b.open().await.unwrap();
+    let mut t = task("big", TaskState::Running);
+    t.request = Some(big_request(KIB));
+    let ord = store.create(&t, "gone").await.unwrap();
+    let before = b.log_bytes().await;
+    for step in 1..=STEPS {
+        // The record changes size as a task runs (its memory, plan, usage), which makes a
+        // store write it whole rather than only the pages that changed.
+        let mut running = Task {
+            steps: u32::try_from(step).unwrap(),
+            last_seq: step,
+            first_seq: 1,
+            memory: "noted. ".repeat(usize::try_from(step).unwrap()),
+            ..t.clone()
+        };
+        running.request = None;
+        let mut w = write(running, vec![event(step)], None);
+        w.ord = Some(ord);
+        store.write("gone", vec![w]).await.unwrap();
+    }
+    let grew = b.log_bytes().await.saturating_sub(before);
+    // Each write rewriting the request would add STEPS x 200 KiB = 4 MB.
+    assert!(
+        grew < (KIB * 1024) as u64,
+        "{STEPS} writes of a running task with a {KIB} KiB request grew the store's log by {grew} bytes"
+    );
+    let (_, back) = store.task("big").await.unwrap().unwrap();
+    assert_eq!(back.steps, 20);
+    assert_eq!(
+        back.request, t.request,
+        "the task read back lost its request"
+    );
+    let page = store.page("", &[], u64::MAX, 10).await.unwrap();
+    assert_eq!(page[0].1.request, t.request, "a page lost the request");
+    assert_eq!(seqs(store.events("big", 1, 100).await.unwrap()).len(), 20);
+    // Ended (as the gateway ends it: compacted), the record holds the request itself.
+    let mut ended = Task {
+        state: TaskState::Succeeded as i32,
+        ..back.clone()
+    };
+    crate::entry::compact(&mut ended);
+    assert!(ended.request.as_ref().unwrap().goal.len() < 4 * 1024);
+    store
+        .write("gone", vec![write(ended.clone(), vec![], Some(9))])
+        .await
+        .unwrap();
+    let (_, back) = store.task("big").await.unwrap().unwrap();
+    assert_eq!(back.request, ended.request);
+    // An orphan's record comes with its request too.
+    let mut lost = task("lost", TaskState::Running);
+    lost.request = Some(big_request(1));
+    store.create(&lost, "gone").await.unwrap();
+    let orphans = store.orphans("alive").await.unwrap();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0].task.request, lost.request);
 }

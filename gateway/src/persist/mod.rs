@@ -13,13 +13,13 @@ pub mod sqlite;
 #[cfg(test)]
 mod conformance;
 
-use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent};
+use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskRequest};
 
 pub use crate::quota::{OverLimit, TenantLimits};
 pub use crate::store::Retention;
 
 /// Version of the schema this build writes. A store written by a newer one is refused.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One event as stored: its seq and its encoding without the task id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +31,9 @@ pub struct StoredEvent {
 /// A task's record as it is now and its events not written yet.
 #[derive(Debug, Clone)]
 pub struct TaskWrite {
+    /// The record. While the task runs the gateway leaves its request out: the store keeps
+    /// the request it was given at [`TaskStore::create`] apart, and every read puts it back.
+    /// A record that holds a request (an ended task's, compacted) replaces the one kept apart.
     pub task: Task,
     /// The task's creation order in the store, when the writer knows it (a backend may find
     /// the row by it rather than by id).
@@ -169,12 +172,38 @@ pub(crate) fn decode_event(store: &str, id: &str, bytes: &[u8]) -> Result<TaskEv
     Ok(ev)
 }
 
-/// Decodes a stored task record.
-pub(crate) fn decode_task(store: &str, bytes: &[u8]) -> Result<Task, StoreError> {
+/// Decodes a stored task record; `request`, the request kept apart, goes back in when the
+/// record has none of its own.
+pub(crate) fn decode_task(
+    store: &str,
+    bytes: &[u8],
+    request: Option<&[u8]>,
+) -> Result<Task, StoreError> {
     use prost::Message as _;
-    Task::decode(bytes).map_err(|e| StoreError::Corrupt {
+    let corrupt = |what, e: prost::DecodeError| StoreError::Corrupt {
         store: store.to_owned(),
-        what: "task record",
+        what,
         message: e.to_string(),
-    })
+    };
+    let mut task = Task::decode(bytes).map_err(|e| corrupt("task record", e))?;
+    if task.request.is_none()
+        && let Some(request) = request
+    {
+        task.request = Some(TaskRequest::decode(request).map_err(|e| corrupt("task request", e))?);
+    }
+    Ok(task)
+}
+
+/// A new task's record without its request, and the request, encoded: a store keeps them
+/// apart so that the writes of a running task do not carry its request again.
+pub(crate) fn encode_apart(task: &Task) -> (Vec<u8>, Option<Vec<u8>>) {
+    use prost::Message as _;
+    let Some(request) = &task.request else {
+        return (task.encode_to_vec(), None);
+    };
+    let record = Task {
+        request: None,
+        ..task.clone()
+    };
+    (record.encode_to_vec(), Some(request.encode_to_vec()))
 }

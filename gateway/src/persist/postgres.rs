@@ -16,7 +16,7 @@ use super::pg_pool::{Conn, Pool, pg_error, redact_url};
 use super::pg_tls::MakeRustls;
 use super::{
     Orphan, OverLimit, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, TenantLimits,
-    decode_event, decode_task, tokens_of,
+    decode_event, decode_task, encode_apart, tokens_of,
 };
 
 /// Schema changes, in order: entry `n` brings a database from version `n` to `n + 1`.
@@ -55,6 +55,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_by_tenant_created ON tasks (tenant, created_at_ms);",
     // 3 → 4: each tenant's tasks not ended, counted for its limit on running tasks.
     "CREATE INDEX tasks_unfinished_by_tenant ON tasks (tenant) WHERE ended_at_ms IS NULL;",
+    // 4 → 5: a running task's request, kept apart from its record (which is rewritten as the
+    // task runs); an ended task's record holds its request again. Records of schema 4 hold
+    // their requests and are read as they are.
+    "ALTER TABLE tasks ADD COLUMN request BYTEA;",
 ];
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
 
@@ -67,14 +71,16 @@ const MINUTE_MS: i64 = 60_000;
 /// Most ended tasks forgotten, and most orphans claimed, in one transaction.
 const BATCH: i64 = 1_000;
 
-const CREATE: &str = "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
-    VALUES ($1, $2, $3, $4, $5, $6) RETURNING ord";
+const CREATE: &str = "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant, request)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ord";
+/// A record with its own request (`own_request`) replaces the request kept apart.
 const UPDATE: &str = "UPDATE tasks t SET state = u.state, ended_at_ms = u.ended_at_ms,
         lease_serial = u.lease_serial, lease_id = u.lease_id, record = u.record,
-        tokens = u.tokens
+        tokens = u.tokens,
+        request = CASE WHEN u.own_request THEN NULL ELSE t.request END
     FROM UNNEST($1::text[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::bytea[],
-            $8::int8[])
-        AS u(id, state, ended_at_ms, lease_serial, lease_id, record, tokens)
+            $8::int8[], $9::bool[])
+        AS u(id, state, ended_at_ms, lease_serial, lease_id, record, tokens, own_request)
     WHERE t.id = u.id AND t.owner = $7
     RETURNING t.id, t.ord";
 const INSERT_EVENTS: &str = "INSERT INTO events (task_ord, seq, event)
@@ -83,11 +89,11 @@ const INSERT_EVENTS: &str = "INSERT INTO events (task_ord, seq, event)
 const TRIM: &str = "DELETE FROM events e USING UNNEST($1::int8[], $2::int8[]) AS d(ord, first_seq)
     WHERE e.task_ord = d.ord AND e.seq < d.first_seq";
 const TAKEN: &str = "SELECT id FROM tasks WHERE id = ANY($1::text[]) AND owner <> $2";
-const TASK: &str = "SELECT ord, record FROM tasks WHERE id = $1";
+const TASK: &str = "SELECT ord, record, request FROM tasks WHERE id = $1";
 const EVENTS: &str = "SELECT event FROM events
     WHERE task_ord = (SELECT ord FROM tasks WHERE id = $1) AND seq >= $2
     ORDER BY seq LIMIT $3";
-const PAGE: &str = "SELECT ord, record FROM tasks
+const PAGE: &str = "SELECT ord, record, request FROM tasks
     WHERE tenant = $4 AND ord < $1 AND (cardinality($2::int4[]) = 0 OR state = ANY($2::int4[]))
     ORDER BY ord DESC LIMIT $3";
 const PRUNE: &str = "WITH doomed AS (
@@ -106,7 +112,7 @@ const ORPHANS: &str = "WITH doomed AS (
         FOR UPDATE OF t SKIP LOCKED
     )
     UPDATE tasks t SET owner = $1 FROM doomed d WHERE t.ord = d.ord AND t.owner = d.owner
-    RETURNING t.record, t.lease_serial, t.lease_id, d.owner";
+    RETURNING t.record, t.lease_serial, t.lease_id, d.owner, t.request";
 const HEARTBEAT: &str = "INSERT INTO replicas (owner, seen_at) VALUES ($1, now())
     ON CONFLICT (owner) DO UPDATE SET seen_at = now()";
 /// Rows of replicas gone for long (a missing row reads as a stopped replica, like a stale one).
@@ -320,8 +326,9 @@ impl PostgresStore {
         })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let (ord, record): (i64, Vec<u8>) = (row.get(0), row.get(1));
-            out.push((uint(ord), decode_task(&self.shown, &record)?));
+            let (ord, record, request): (i64, &[u8], Option<&[u8]>) =
+                (row.get(0), row.get(1), row.get(2));
+            out.push((uint(ord), decode_task(&self.shown, record, request)?));
         }
         Ok(out)
     }
@@ -336,14 +343,14 @@ fn uint(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-/// Records `task` (encoded as `record`) for `owner` with the prepared [`CREATE`]; its
-/// creation order.
+/// Records `task` (encoded as `record` and `request`, [`encode_apart`]) for `owner` with the
+/// prepared [`CREATE`]; its creation order.
 async fn insert(
     client: &impl tokio_postgres::GenericClient,
     create: &tokio_postgres::Statement,
     task: &Task,
     owner: &str,
-    record: &[u8],
+    (record, request): &(Vec<u8>, Option<Vec<u8>>),
 ) -> Result<u64, tokio_postgres::Error> {
     let row = client
         .query_one(
@@ -355,6 +362,7 @@ async fn insert(
                 &task.created_at_ms,
                 &record,
                 &task.tenant,
+                &request,
             ],
         )
         .await?;
@@ -387,7 +395,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
-        let record = task.encode_to_vec();
+        let record = encode_apart(task);
         with_conn!(self, c => {
             let s = c.statement(CREATE).await?;
             insert(&c.client, &s, task, owner, &record).await
@@ -403,7 +411,7 @@ impl TaskStore for PostgresStore {
         if !limits.any() {
             return self.create(task, owner).await;
         }
-        let record = task.encode_to_vec();
+        let record = encode_apart(task);
         let finals = [
             TaskState::Succeeded as i32,
             TaskState::Failed as i32,
@@ -458,6 +466,7 @@ impl TaskStore for PostgresStore {
             .collect();
         let records: Vec<Vec<u8>> = batch.iter().map(|w| w.task.encode_to_vec()).collect();
         let tokens: Vec<i64> = batch.iter().map(|w| int(tokens_of(&w.task))).collect();
+        let own_requests: Vec<bool> = batch.iter().map(|w| w.task.request.is_some()).collect();
         with_conn!(self, c => {
             let (update, insert, trim, taken) = (
                 c.statement(UPDATE).await?,
@@ -469,7 +478,17 @@ impl TaskStore for PostgresStore {
             let ords: HashMap<String, i64> = tx
                 .query(
                     &update,
-                    &[&ids, &states, &ended, &serials, &lease_ids, &records, &owner, &tokens],
+                    &[
+                        &ids,
+                        &states,
+                        &ended,
+                        &serials,
+                        &lease_ids,
+                        &records,
+                        &owner,
+                        &tokens,
+                        &own_requests,
+                    ],
                 )
                 .await?
                 .into_iter()
@@ -562,7 +581,7 @@ impl TaskStore for PostgresStore {
         for row in rows {
             let (serial, lease_id): (Option<String>, Option<String>) = (row.get(1), row.get(2));
             out.push(Orphan {
-                task: decode_task(&self.shown, row.get(0))?,
+                task: decode_task(&self.shown, row.get(0), row.get(4))?,
                 lease: serial
                     .zip(lease_id)
                     .map(|(serial, lease_id)| LeaseRef { serial, lease_id }),

@@ -42,6 +42,21 @@ impl Backend for Pg {
         self.sql(&format!("UPDATE droidmesh_schema SET version = {version}"))
             .await;
     }
+
+    async fn log_bytes(&self) -> u64 {
+        let (client, conn) = tokio_postgres::connect(&self.0.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let row = client
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
+                &[],
+            )
+            .await
+            .unwrap();
+        u64::try_from(row.get::<_, i64>(0)).unwrap()
+    }
 }
 
 macro_rules! conformance {
@@ -63,6 +78,7 @@ conformance!(
     a_task_left_unfinished_is_an_orphan_with_its_lease,
     a_store_of_a_newer_schema_is_refused,
     tokens_are_summed_per_tenant_from_a_time_on,
+    a_running_tasks_request_is_written_once,
 );
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -457,7 +473,14 @@ async fn a_database_of_schema_1_is_migrated_and_keeps_its_tasks_for_the_open_ten
     };
     // A database as the first droidmesh with PostgreSQL left it, holding one ended task.
     pg.sql(MIGRATIONS[0]).await;
-    let old = task("old", TaskState::Succeeded);
+    // Its record holds the request, as every record did before schema 5.
+    let old = Task {
+        request: Some(droidmesh_proto::v1::TaskRequest {
+            goal: "open Settings".into(),
+            ..Default::default()
+        }),
+        ..task("old", TaskState::Succeeded)
+    };
     let record: String = old
         .encode_to_vec()
         .iter()
@@ -484,6 +507,7 @@ async fn a_database_of_schema_1_is_migrated_and_keeps_its_tasks_for_the_open_ten
             .unwrap()
             .is_empty()
     );
+    assert_eq!(store.task("old").await.unwrap().unwrap().1, old);
     // The columns later schemas added are there, with their defaults for old rows.
     assert_eq!(store.tokens_since("", 0).await.unwrap(), 0);
     let (client, conn) = tokio_postgres::connect(&pg.0.url(), tokio_postgres::NoTls)
@@ -497,9 +521,12 @@ async fn a_database_of_schema_1_is_migrated_and_keeps_its_tasks_for_the_open_ten
         .get(0);
     assert_eq!(version, i32::try_from(SCHEMA_VERSION).unwrap());
     // And a new task is written and read as usual.
-    let new = task("new", TaskState::Running);
+    let new = Task {
+        request: old.request.clone(),
+        ..task("new", TaskState::Running)
+    };
     store.create(&new, "new").await.unwrap();
-    assert_eq!(store.task("new").await.unwrap().unwrap().1.id, "new");
+    assert_eq!(store.task("new").await.unwrap().unwrap().1, new);
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{
     Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
-    tokens_of,
+    encode_apart, tokens_of,
 };
 
 /// Schema changes, in order: entry `n` brings a store from version `n` to `n + 1`.
@@ -47,6 +47,14 @@ const MIGRATIONS: &[&str] = &[
     // 3 → 4: nothing here (the shared store indexes its unfinished tasks by tenant, to count
     // them across replicas; one process owns an embedded store and counts its own).
     "",
+    // 4 → 5: a running task's request, kept apart from its record, which is rewritten as the
+    // task runs (in a table of its own: SQLite rewrites a whole row, overflow pages and all,
+    // when one of its columns changes size); an ended task's record holds its request again.
+    // Records of schema 4 hold their requests and are read as they are.
+    "CREATE TABLE requests (
+        task_ord INTEGER PRIMARY KEY,
+        request BLOB NOT NULL
+    );",
 ];
 
 /// Most ended tasks forgotten in one transaction (a prune that has more to do goes on at its
@@ -320,24 +328,31 @@ impl TaskStore for SqliteStore {
 
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
         let name = self.describe();
-        let (id, tenant, state, created, record) = (
+        let (id, tenant, state, created) = (
             task.id.clone(),
             task.tenant.clone(),
             task.state,
             task.created_at_ms,
-            task.encode_to_vec(),
         );
+        let (record, request) = encode_apart(task);
         let owner = owner.to_owned();
         self.commit(move |c| {
             // `ord` is the rowid: read back without a RETURNING clause (which SQLite runs
             // through a temporary table).
+            let err = failed(&name);
             c.prepare_cached(
                 "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .and_then(|mut s| s.execute(params![id, state, owner, created, record, tenant]))
-            .map(|_| uint(c.last_insert_rowid()))
-            .map_err(failed(&name))
+            .map_err(&err)?;
+            let ord = c.last_insert_rowid();
+            if let Some(request) = &request {
+                c.prepare_cached("INSERT INTO requests (task_ord, request) VALUES (?1, ?2)")
+                    .and_then(|mut s| s.execute(params![ord, request]))
+                    .map_err(&err)?;
+            }
+            Ok(uint(ord))
         })
         .await
     }
@@ -369,6 +384,9 @@ impl TaskStore for SqliteStore {
                 let mut trim = tx
                     .prepare_cached("DELETE FROM events WHERE task_ord = ?1 AND seq < ?2")
                     .map_err(&err)?;
+                let mut drop_request = tx
+                    .prepare_cached("DELETE FROM requests WHERE task_ord = ?1")
+                    .map_err(&err)?;
                 for w in &batch {
                     let lease = w.lease.as_ref();
                     let (serial, lease_id) = (
@@ -376,6 +394,8 @@ impl TaskStore for SqliteStore {
                         lease.map(|l| l.lease_id.as_str()),
                     );
                     let (blob, tokens) = (w.task.encode_to_vec(), int(tokens_of(&w.task)));
+                    // A record with its own request replaces the one kept apart.
+                    let own_request = w.task.request.is_some();
                     let ord: Option<i64> = match w.ord {
                         Some(ord) => {
                             let changed = record_at
@@ -409,6 +429,9 @@ impl TaskStore for SqliteStore {
                     };
                     // Forgotten by retention meanwhile: nothing to add to.
                     let Some(ord) = ord else { continue };
+                    if own_request {
+                        drop_request.execute([ord]).map_err(&err)?;
+                    }
                     for ev in w.events.iter().filter(|e| e.seq >= w.task.first_seq) {
                         event
                             .execute(params![ord, int(ev.seq), ev.bytes])
@@ -429,14 +452,17 @@ impl TaskStore for SqliteStore {
         let name = self.describe();
         let id = id.to_owned();
         self.run(move |c| {
-            let row: Option<(i64, Vec<u8>)> = c
-                .prepare_cached("SELECT ord, record FROM tasks WHERE id = ?1")
+            let row: Option<(i64, Vec<u8>, Option<Vec<u8>>)> = c
+                .prepare_cached(
+                    "SELECT ord, record, request FROM tasks LEFT JOIN requests ON task_ord = ord
+                     WHERE id = ?1",
+                )
                 .and_then(|mut s| {
-                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                         .optional()
                 })
                 .map_err(failed(&name))?;
-            row.map(|(ord, rec)| Ok((uint(ord), decode_task(&name, &rec)?)))
+            row.map(|(ord, rec, req)| Ok((uint(ord), decode_task(&name, &rec, req.as_deref())?)))
                 .transpose()
         })
         .await
@@ -488,19 +514,23 @@ impl TaskStore for SqliteStore {
             let err = failed(&name);
             let mut s = c
                 .prepare(&format!(
-                    "SELECT ord, record FROM tasks WHERE tenant = ?3 AND ord < ?1 {filter}
-                     ORDER BY ord DESC LIMIT ?2"
+                    "SELECT ord, record, request FROM tasks LEFT JOIN requests ON task_ord = ord
+                     WHERE tenant = ?3 AND ord < ?1 {filter} ORDER BY ord DESC LIMIT ?2"
                 ))
                 .map_err(&err)?;
             let rows = s
                 .query_map(params![int(before), size, tenant], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, Option<Vec<u8>>>(2)?,
+                    ))
                 })
                 .map_err(&err)?;
             let mut out = Vec::new();
             for row in rows {
-                let (ord, rec) = row.map_err(&err)?;
-                out.push((uint(ord), decode_task(&name, &rec)?));
+                let (ord, rec, req) = row.map_err(&err)?;
+                out.push((uint(ord), decode_task(&name, &rec, req.as_deref())?));
             }
             Ok(out)
         })
@@ -532,6 +562,8 @@ impl TaskStore for SqliteStore {
             for ord in &doomed {
                 tx.execute("DELETE FROM events WHERE task_ord = ?1", [ord])
                     .map_err(&err)?;
+                tx.execute("DELETE FROM requests WHERE task_ord = ?1", [ord])
+                    .map_err(&err)?;
                 tx.execute("DELETE FROM tasks WHERE ord = ?1", [ord])
                     .map_err(&err)?;
             }
@@ -547,8 +579,8 @@ impl TaskStore for SqliteStore {
             let err = failed(&name);
             let mut s = c
                 .prepare(
-                    "SELECT record, lease_serial, lease_id FROM tasks WHERE ended_at_ms IS NULL
-                     ORDER BY ord",
+                    "SELECT record, lease_serial, lease_id, request FROM tasks
+                     LEFT JOIN requests ON task_ord = ord WHERE ended_at_ms IS NULL ORDER BY ord",
                 )
                 .map_err(&err)?;
             let rows = s
@@ -557,14 +589,15 @@ impl TaskStore for SqliteStore {
                         r.get::<_, Vec<u8>>(0)?,
                         r.get::<_, Option<String>>(1)?,
                         r.get::<_, Option<String>>(2)?,
+                        r.get::<_, Option<Vec<u8>>>(3)?,
                     ))
                 })
                 .map_err(&err)?;
             let mut out = Vec::new();
             for row in rows {
-                let (rec, serial, lease_id) = row.map_err(&err)?;
+                let (rec, serial, lease_id, req) = row.map_err(&err)?;
                 out.push(Orphan {
-                    task: decode_task(&name, &rec)?,
+                    task: decode_task(&name, &rec, req.as_deref())?,
                     lease: serial
                         .zip(lease_id)
                         .map(|(serial, lease_id)| LeaseRef { serial, lease_id }),
