@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc, watch};
 
@@ -38,6 +38,9 @@ pub const MAX_STREAMS: usize = 64;
 pub const OUT_QUEUE: usize = 1024;
 /// Queued messages the writer takes for one write (held besides the queue while it writes).
 const OUT_BATCH: usize = 16;
+/// Bytes read from the socket at a time: the host's messages that arrived together (an OKAY
+/// and a CLSE, say) are taken in one read. A payload larger than this is read past it.
+const READ_BUFFER: usize = 8 * 1024;
 /// Host data chunks a stream's stdin holds before the host must wait for our OKAY.
 const STDIN_QUEUE: usize = 2;
 /// Host WRTEs a stream holds unacknowledged; one more closes the stream. adb's server sends
@@ -174,7 +177,8 @@ pub async fn serve(
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let (mut rd, mut wr) = stream.into_split();
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::with_capacity(READ_BUFFER, rd);
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUT_QUEUE);
     // Messages already queued together go out in one write (a command's last WRTE and its
     // CLSE, say): the host wakes once for them.
@@ -212,20 +216,22 @@ pub async fn serve(
 }
 
 /// Acknowledges received segments at once instead of delaying the ACK (Linux re-arms delayed
-/// ACKs, so this is set before every read). adb_client writes a message's header and payload in
-/// two writes without TCP_NODELAY: with a delayed ACK here, Nagle holds the payload back ~40 ms.
-fn quick_ack(rd: &tokio::net::tcp::OwnedReadHalf) {
+/// ACKs, so this is set before every read from the socket: whenever fewer than `need` bytes
+/// are buffered). adb_client writes a message's header and payload in two writes without
+/// TCP_NODELAY: with a delayed ACK here, Nagle holds the payload back ~40 ms.
+fn quick_ack(rd: &BufReader<tokio::net::tcp::OwnedReadHalf>, need: usize) {
+    if rd.buffer().len() >= need {
+        return;
+    }
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
-        let stream: &TcpStream = rd.as_ref();
+        let stream: &TcpStream = rd.get_ref().as_ref();
         let _ = socket2::SockRef::from(stream).set_tcp_quickack(true);
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = rd;
 }
 
 async fn read_loop(
-    rd: &mut tokio::net::tcp::OwnedReadHalf,
+    rd: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
     conn: &mut Conn,
     banner: &str,
 ) -> String {
@@ -233,16 +239,16 @@ async fn read_loop(
     // Until the host's CNXN, nothing else is served (adbd's `online`).
     let mut online = false;
     loop {
-        quick_ack(rd);
+        quick_ack(rd, HEADER_LEN);
         if let Err(e) = rd.read_exact(&mut head).await {
             return format!("read: {e}");
         }
-        quick_ack(rd);
         let h = match Header::decode(&head) {
             Ok(h) => h,
             Err(e) => return format!("protocol error: {e}"),
         };
         let mut payload = vec![0u8; h.data_length as usize];
+        quick_ack(rd, payload.len());
         if let Err(e) = rd.read_exact(&mut payload).await {
             return format!("read payload: {e}");
         }
