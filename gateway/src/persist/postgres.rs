@@ -395,10 +395,10 @@ impl TaskStore for PostgresStore {
     }
 
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
-        let record = encode_apart(task);
+        let encoded = encode_apart(task);
         with_conn!(self, c => {
             let s = c.statement(CREATE).await?;
-            insert(&c.client, &s, task, owner, &record).await
+            insert(&c.client, &s, task, owner, &encoded).await
         })
     }
 
@@ -411,7 +411,7 @@ impl TaskStore for PostgresStore {
         if !limits.any() {
             return self.create(task, owner).await;
         }
-        let record = encode_apart(task);
+        let encoded = encode_apart(task);
         let finals = [
             TaskState::Succeeded as i32,
             TaskState::Failed as i32,
@@ -442,7 +442,7 @@ impl TaskStore for PostgresStore {
                     Duration::from_millis(wait),
                 )));
             }
-            let ord = insert(&tx, &create, task, owner, &record).await?;
+            let ord = insert(&tx, &create, task, owner, &encoded).await?;
             tx.commit().await?;
             Ok(Ok(ord))
         })?;
