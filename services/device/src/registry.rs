@@ -142,16 +142,11 @@ impl Registry {
         self.timeout
     }
 
-    fn insert_direct(&self, addr: SocketAddr, info: SlotInfo) -> Arc<Slot> {
-        let serial = addr.to_string();
-        let slot = Arc::new(Slot {
-            adb: AdbDevice::new(
-                serial.clone(),
-                Route::Direct(addr),
-                self.timeout,
-                self.key_path.clone(),
-            ),
-            transport: Transport::TcpDirect,
+    /// A device's slot, with nothing known or done on it yet.
+    fn slot(&self, adb: AdbDevice, transport: Transport, info: SlotInfo) -> Arc<Slot> {
+        Arc::new(Slot {
+            adb,
+            transport,
             info: Mutex::new(info),
             screen: OnceCell::new(),
             last_ui: Mutex::new(None),
@@ -160,7 +155,18 @@ impl Registry {
             settle: crate::settle::SettleState::default(),
             ui_source: crate::portal::SourceCell::new(self.ui_source),
             learned: std::sync::atomic::AtomicBool::new(false),
-        });
+        })
+    }
+
+    fn insert_direct(&self, addr: SocketAddr, info: SlotInfo) -> Arc<Slot> {
+        let serial = addr.to_string();
+        let adb = AdbDevice::new(
+            serial.clone(),
+            Route::Direct(addr),
+            self.timeout,
+            self.key_path.clone(),
+        );
+        let slot = self.slot(adb, Transport::TcpDirect, info);
         self.write().insert(serial, slot.clone());
         slot
     }
@@ -221,23 +227,9 @@ impl Registry {
                 Some(s) if s.transport == Transport::TcpDirect => {}
                 Some(s) => *s.info.lock().unwrap_or_else(|p| p.into_inner()) = info,
                 None => {
-                    let slot = Arc::new(Slot {
-                        adb: AdbDevice::new(
-                            d.serial.clone(),
-                            Route::Server(server),
-                            self.timeout,
-                            None,
-                        ),
-                        transport: Transport::AdbServer,
-                        info: Mutex::new(info),
-                        screen: OnceCell::new(),
-                        last_ui: Mutex::new(None),
-                        described: OnceCell::new(),
-                        secret_fields: SecretFields::default(),
-                        settle: crate::settle::SettleState::default(),
-                        ui_source: crate::portal::SourceCell::new(self.ui_source),
-                        learned: std::sync::atomic::AtomicBool::new(false),
-                    });
+                    let adb =
+                        AdbDevice::new(d.serial.clone(), Route::Server(server), self.timeout, None);
+                    let slot = self.slot(adb, Transport::AdbServer, info);
                     slots.insert(d.serial, slot);
                 }
             }
