@@ -8,6 +8,13 @@ fn status(detail: &str) -> task_event::Kind {
     })
 }
 
+/// Bounds of a task that a store keeps, in the tests of its writes.
+const STORED: Limits = Limits {
+    max_events: 100,
+    max_event_bytes: 1 << 20,
+    max_queued: 2,
+};
+
 fn entry(max_events: usize, max_event_bytes: usize) -> TaskEntry {
     entry_and_queue(max_events, max_event_bytes).0
 }
@@ -155,12 +162,7 @@ fn an_ended_task_is_compact() {
 #[test]
 fn the_event_that_ends_a_task_asks_the_writer_not_to_wait() {
     let dirty = Arc::new(Dirty::default());
-    let limits = Limits {
-        max_events: 100,
-        max_event_bytes: 1 << 20,
-        max_queued: 2,
-    };
-    let (t, _queue) = TaskEntry::new(Task::default(), 7, limits, Some(dirty.clone()));
+    let (t, _queue) = TaskEntry::new(Task::default(), 7, STORED, Some(dirty.clone()));
     t.push(status("step"));
     t.set_step(2);
     assert!(
@@ -177,18 +179,13 @@ fn the_event_that_ends_a_task_asks_the_writer_not_to_wait() {
 #[test]
 fn a_running_tasks_writes_leave_its_request_to_the_store_and_its_last_holds_it_compacted() {
     let dirty = Arc::new(Dirty::default());
-    let limits = Limits {
-        max_events: 100,
-        max_event_bytes: 1 << 20,
-        max_queued: 2,
-    };
     let request = largest_task().request;
     let task = Task {
         id: "t1".into(),
         request: request.clone(),
         ..Task::default()
     };
-    let (t, _queue) = TaskEntry::new(task, 7, limits, Some(dirty));
+    let (t, _queue) = TaskEntry::new(task, 7, STORED, Some(dirty));
     t.push(status("step"));
     let (w, _) = t.unwritten();
     assert!(

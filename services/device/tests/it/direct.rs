@@ -14,10 +14,8 @@ async fn direct_tcp_device_configured_and_connected() {
     let fleet = start_fleet(2).await;
     let addrs = fleet.addrs();
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![addrs[0].to_string()],
         command_timeout_ms: 3_000,
-        ..DeviceConfig::default()
+        ..direct_config(&addrs[0].to_string())
     })
     .await;
 
@@ -77,10 +75,8 @@ async fn multi_line_text_with_quotes_and_percent_signs_arrives_as_written() {
     let fleet = start_fleet(1).await;
     let serial = fleet.addrs()[0].to_string();
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![serial.clone()],
         command_timeout_ms: 3_000,
-        ..DeviceConfig::default()
+        ..direct_config(&serial)
     })
     .await;
     let lease = acquire(&mut client, &serial, "multi-line-test").await;

@@ -39,15 +39,27 @@ fn phone(cmd: &str) -> Reply {
     Reply::Output(out.as_bytes().to_vec())
 }
 
+/// A fake phone that never answers the commands `stalls` picks and answers the others as
+/// [`phone`] does; the count is of the commands it left unanswered.
+async fn stalling(stalls: fn(&str) -> bool) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let addr = start(Arc::new(move |cmd: &str| {
+        if stalls(cmd) {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Reply::Stall
+        } else {
+            phone(cmd)
+        }
+    }))
+    .await;
+    (addr, count)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn state_over_direct_tcp_from_a_scripted_device() {
     let addr = start(Arc::new(phone)).await;
-    let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![addr.to_string()],
-        ..DeviceConfig::default()
-    })
-    .await;
+    let mut client = serve(direct_config(&addr.to_string())).await;
     let st = state(&mut client, &addr.to_string()).await;
     assert_eq!(st.elements.len(), 11);
     let phone = st.phone.unwrap();
@@ -84,22 +96,10 @@ async fn state_over_direct_tcp_from_a_scripted_device() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stalled_device_is_unavailable_within_the_command_timeout() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = calls.clone();
-    let addr = start(Arc::new(move |cmd: &str| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        if cmd.starts_with("uiautomator") {
-            Reply::Stall
-        } else {
-            phone(cmd)
-        }
-    }))
-    .await;
+    let (addr, calls) = stalling(|cmd| cmd.starts_with("uiautomator")).await;
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![addr.to_string()],
         command_timeout_ms: 500,
-        ..DeviceConfig::default()
+        ..direct_config(&addr.to_string())
     })
     .await;
     let started = Instant::now();
@@ -126,22 +126,10 @@ async fn a_stalled_device_is_unavailable_within_the_command_timeout() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_phone_that_never_answers_its_screen_size_holds_up_one_listing_only() {
-    let asked = Arc::new(AtomicUsize::new(0));
-    let seen = asked.clone();
-    let addr = start(Arc::new(move |cmd: &str| {
-        if cmd == "wm size" {
-            seen.fetch_add(1, Ordering::SeqCst);
-            Reply::Stall
-        } else {
-            phone(cmd)
-        }
-    }))
-    .await;
+    let (addr, asked) = stalling(|cmd| cmd == "wm size").await;
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![addr.to_string()],
         command_timeout_ms: 2_000,
-        ..DeviceConfig::default()
+        ..direct_config(&addr.to_string())
     })
     .await;
     // The first listing asks for the screen size and waits for it, up to the command timeout.

@@ -21,10 +21,8 @@ fn closed_port() -> String {
 async fn a_direct_device_that_does_not_answer_is_unavailable_fast() {
     let dead = closed_port();
     let mut client = serve(DeviceConfig {
-        adb_server: String::new(),
-        direct_devices: vec![dead.clone()],
         command_timeout_ms: 2_000,
-        ..DeviceConfig::default()
+        ..direct_config(&dead)
     })
     .await;
     let devices = devices(&mut client).await;
