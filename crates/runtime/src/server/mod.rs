@@ -1,6 +1,9 @@
 //! The server bootstrap every droidmesh service uses: gRPC health (per service and overall),
 //! reflection v1 and v1alpha, the load report balancing clients read, a trace-context span per
-//! RPC, and a graceful drain with a deadline on shutdown.
+//! RPC, and a graceful drain with a deadline on shutdown. Each port holds at most
+//! `[grpc] max_connections` connections, closes those that send no HTTP/2 preface in time or
+//! stop reading, tells idle ones to go away, and refuses a request message over
+//! [`MAX_MESSAGE_BYTES`] with RESOURCE_EXHAUSTED (see `accept`, `port`, `calls`).
 use crate::error::{Result, RuntimeError};
 use crate::load::{InFlightLayer, LoadReporter, LoadState};
 use crate::tls::ServerTls;
@@ -10,8 +13,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::service::Routes;
-use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
+
+mod accept;
+mod calls;
+mod io;
+mod limits;
+mod port;
+mod stats;
+
+pub use calls::MAX_MESSAGE_BYTES;
+pub use limits::ConnectionConfig;
+pub use stats::ConnectionStats;
 
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -30,6 +43,10 @@ pub struct ServeOptions {
     pub load: Arc<LoadState>,
     /// Serve TLS (and check callers' certificates as it says); `None`: plain HTTP/2.
     pub tls: Option<ServerTls>,
+    /// How many connections the port holds, and how long it waits for clients (`[grpc]`).
+    pub connections: ConnectionConfig,
+    /// What the port did with its connections; shared so the owner can read it.
+    pub connection_stats: Arc<ConnectionStats>,
 }
 
 impl ServeOptions {
@@ -41,9 +58,14 @@ impl ServeOptions {
             drain_notice: Duration::ZERO,
             load: Arc::default(),
             tls: None,
+            connections: ConnectionConfig::default(),
+            connection_stats: Arc::default(),
         }
     }
 }
+
+/// How long a port waits, once it has cut its last connections, for their tasks to end.
+const CUT_WAIT: Duration = Duration::from_secs(1);
 
 const HEALTH: &str = "grpc.health.v1.Health";
 const REFLECTION_V1: &str = "grpc.reflection.v1.ServerReflection";
@@ -112,34 +134,51 @@ where
     let local = listener.local_addr().ok();
     let span_name = opts.name.clone();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let router = tonic::transport::Server::builder()
+    let server = tonic::transport::Server::builder()
         .layer(crate::metrics::RpcMetricsLayer::new())
         .trace_fn(move |req| crate::trace_context::server_span(&span_name, req))
         .layer(InFlightLayer(Arc::clone(&opts.load)))
-        .add_routes(routes)
+        .layer(calls::CallsLayer)
+        .layer(calls::MessageLimitLayer);
+    let routes = routes
         .add_service(health)
         .add_service(LoadReporter(Arc::clone(&opts.load)).server())
         .add_service(reflection_v1)
-        .add_service(reflection_v1alpha);
+        .add_service(reflection_v1alpha)
+        .prepare();
+    // Each connection is served by a server of its own (a clone: shared layers and routes),
+    // so that one connection can be told to go away (GOAWAY) without the others.
+    let serve_conn: accept::ServeConn = Arc::new(move |io, close| {
+        let incoming = tokio_stream::StreamExt::chain(
+            tokio_stream::once(Ok::<_, std::io::Error>(io)),
+            tokio_stream::pending(),
+        );
+        Box::pin(
+            server
+                .clone()
+                .serve_with_incoming_shutdown(routes.clone(), incoming, close),
+        )
+    });
+    let port = port::Port::new(
+        &opts.name,
+        opts.connections.clone(),
+        Arc::clone(&opts.connection_stats),
+    );
     let stopped = async {
         let _ = stop_rx.await;
     };
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
-    let mut serving: std::pin::Pin<Box<dyn Future<Output = _> + Send>> = match opts.tls.clone() {
-        Some(tls) => Box::pin(
-            router.serve_with_incoming_shutdown(crate::tls::tls_incoming(listener, tls), stopped),
-        ),
-        None => Box::pin(router.serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            stopped,
-        )),
-    };
+    let mut serving = Box::pin(accept::accept_loop(
+        listener,
+        Arc::clone(&port),
+        opts.tls.clone(),
+        serve_conn,
+        stopped,
+    ));
     tracing::info!(service = %opts.name, addr = ?local, scheme, "serving");
 
     tokio::select! {
-        result = &mut serving => {
-            return result.map_err(|e| server_err(e.to_string()));
-        }
+        () = &mut serving => return Ok(()),
         () = shutdown => {}
     }
     opts.load.set_draining();
@@ -158,7 +197,7 @@ where
             "shutting down: reporting NOT_SERVING before refusing connections"
         );
         tokio::select! {
-            result = &mut serving => return result.map_err(|e| server_err(e.to_string())),
+            () = &mut serving => return Ok(()),
             () = tokio::time::sleep(opts.drain_notice) => {}
         }
     }
@@ -168,17 +207,20 @@ where
         "shutting down: draining in-flight calls"
     );
     let _ = stop_tx.send(());
-    match tokio::time::timeout(opts.drain_timeout, serving).await {
-        Ok(result) => result.map_err(|e| server_err(e.to_string())),
-        Err(_) => {
-            tracing::warn!(
-                service = %opts.name,
-                timeout = ?opts.drain_timeout,
-                "drain deadline passed; closing remaining calls"
-            );
-            Ok(())
-        }
+    if tokio::time::timeout(opts.drain_timeout, serving)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            service = %opts.name,
+            timeout = ?opts.drain_timeout,
+            "drain deadline passed; closing remaining calls"
+        );
+        port.kill_all();
+        // Each connection's task sees the cut at its next poll: moments.
+        let _ = tokio::time::timeout(CUT_WAIT, port.all_closed()).await;
     }
+    Ok(())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

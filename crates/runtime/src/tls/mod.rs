@@ -12,7 +12,7 @@ pub mod dev;
 mod server;
 
 pub use client::{ClientTls, TlsConnector, client_config_for};
-pub use server::{ClientAuth, ServerTls, tls_incoming};
+pub use server::{ClientAuth, ServerTls};
 
 use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;

@@ -1,13 +1,12 @@
-//! The server side: a rustls acceptor built from the current files, and a stream of accepted
-//! connections with their handshakes done (each within the handshake deadline, a bounded
-//! number at once) for tonic's server.
+//! The server side: a rustls acceptor built from the current files, and the handshake of one
+//! accepted connection within the deadline (the gRPC ports' accept loop, `server::accept`,
+//! and the gateway's HTTP face call it for each connection they hold).
 use super::{Cached, Material, Source, TlsConfig, TlsError, provider};
 use rustls::ServerConfig;
 use rustls::server::WebPkiClientVerifier;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 /// Whether a server asks its callers for a certificate.
@@ -144,53 +143,4 @@ impl ServerTls {
         config.alpn_protocols.clone_from(&self.alpn);
         Ok(config)
     }
-}
-
-/// Most TLS handshakes a port runs at once; a connection beyond them is closed at once.
-const MAX_HANDSHAKES: usize = 256;
-
-/// Accepted connections of `listener` with their TLS handshakes done, for
-/// `tonic::transport::Server::serve_with_incoming*`. Handshakes run concurrently (a slow one
-/// does not hold up the next caller), each within the deadline; one that fails is dropped and
-/// logged. The listener closes once the stream is dropped.
-pub fn tls_incoming(
-    listener: TcpListener,
-    tls: ServerTls,
-) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<TlsStream<TcpStream>>> {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
-        loop {
-            let accepted = tokio::select! {
-                () = tx.closed() => break,
-                a = listener.accept() => a,
-            };
-            let (stream, peer) = match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait a little rather than spin.
-                    tracing::warn!(error = %e, "tls: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-                tracing::warn!(%peer, "tls: {MAX_HANDSHAKES} handshakes under way; closing a new connection");
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            let tls = tls.clone();
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                match tls.accept(stream).await {
-                    Ok(stream) => {
-                        let _ = tx.send(Ok(stream)).await;
-                    }
-                    Err(e) => tracing::info!(%peer, error = %e, "tls: handshake refused"),
-                }
-            });
-        }
-    });
-    tokio_stream::wrappers::ReceiverStream::new(rx)
 }

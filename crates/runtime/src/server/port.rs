@@ -1,0 +1,402 @@
+//! One gRPC port's connections: the cap, which held connection makes room for a new one, each
+//! connection's phase and calls in progress, and one warning at most every ten seconds while
+//! the port turns connections away.
+use super::limits::ConnectionConfig;
+use super::stats::ConnectionStats;
+use futures::task::AtomicWaker;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+
+/// How often, at most, a port warns that it turns connections away.
+pub(crate) const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// A connection's progress: nothing received yet, receiving its TLS handshake or preface, or
+/// speaking HTTP/2.
+pub(crate) const SILENT: u8 = 0;
+pub(crate) const STARTING: u8 = 1;
+pub(crate) const SERVED: u8 = 2;
+
+/// Why a connection was told to go: still open, to make room at the cap, idle too long, or the
+/// port stops.
+const OPEN: u8 = 0;
+const MAKE_ROOM: u8 = 1;
+const IDLE: u8 = 2;
+const STOP: u8 = 3;
+
+/// What the port turned away since its last warning.
+#[derive(Default)]
+struct Unreported {
+    refused: u64,
+    made_room: u64,
+    no_preface: u64,
+    accept_failed: u64,
+    last_accept_error: Option<String>,
+    last_warning: Option<Instant>,
+}
+
+struct Registry {
+    held: HashMap<u64, Arc<Conn>>,
+    /// Connections told to make room: no longer held, not closed yet.
+    closing: usize,
+    next_id: u64,
+}
+
+/// The connections of one port.
+pub(crate) struct Port {
+    pub(crate) name: String,
+    pub(crate) cfg: ConnectionConfig,
+    pub(crate) stats: Arc<ConnectionStats>,
+    registry: Mutex<Registry>,
+    /// Connections' idle times are counted from here, so they compare.
+    epoch: Instant,
+    /// Signalled each time a connection closes.
+    left: Notify,
+    /// True once the port stops: every connection is told to go away.
+    stopping: watch::Sender<bool>,
+    unreported: Mutex<Unreported>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Port {
+    pub(crate) fn new(name: &str, cfg: ConnectionConfig, stats: Arc<ConnectionStats>) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            cfg,
+            stats,
+            registry: Mutex::new(Registry {
+                held: HashMap::new(),
+                closing: 0,
+                next_id: 0,
+            }),
+            epoch: Instant::now(),
+            left: Notify::new(),
+            stopping: watch::Sender::new(false),
+            unreported: Mutex::default(),
+        })
+    }
+
+    /// Takes a new connection: a slot when the port has room or a held connection can make
+    /// room for it; `None` (the connection is to be closed at once) otherwise.
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<(Slot, Arc<Conn>)> {
+        let mut reg = lock(&self.registry);
+        if reg.held.len() >= self.cfg.max_connections {
+            let victim = (reg.closing < self.cfg.most_closing())
+                .then(|| victim(&reg))
+                .flatten();
+            let Some(victim) = victim else {
+                drop(reg);
+                ConnectionStats::add(&self.stats.refused);
+                self.note(|u| u.refused += 1);
+                return None;
+            };
+            reg.held.remove(&victim.id);
+            reg.closing += 1;
+            if victim.phase() == SERVED {
+                victim.ask(MAKE_ROOM);
+            } else {
+                victim.kill();
+            }
+            ConnectionStats::add(&self.stats.made_room);
+            self.note(|u| u.made_room += 1);
+        }
+        let id = reg.next_id;
+        reg.next_id += 1;
+        let conn = Arc::new(Conn::new(id, self.epoch));
+        reg.held.insert(id, Arc::clone(&conn));
+        drop(reg);
+        ConnectionStats::add(&self.stats.accepted);
+        ConnectionStats::add(&self.stats.open);
+        Some((
+            Slot {
+                port: Arc::clone(self),
+                id,
+            },
+            conn,
+        ))
+    }
+
+    /// Counts a connection closed for sending no preface in time.
+    pub(crate) fn no_preface(&self, peer: std::net::SocketAddr) {
+        ConnectionStats::add(&self.stats.no_preface);
+        tracing::debug!(service = %self.name, %peer, timeout = ?self.cfg.preface_timeout(), "closing a connection that sent no HTTP/2 preface in time");
+        lock(&self.unreported).no_preface += 1;
+    }
+
+    /// Counts a failed accept (out of file descriptors, say).
+    pub(crate) fn accept_failed(&self, e: &std::io::Error) {
+        self.note(|u| {
+            u.accept_failed += 1;
+            u.last_accept_error = Some(e.to_string());
+        });
+    }
+
+    /// Records what was turned away and warns at once unless a warning went out less than
+    /// [`WARN_EVERY`] ago (then [`Port::warn_unreported`] tells it later).
+    fn note(&self, add: impl FnOnce(&mut Unreported)) {
+        let mut u = lock(&self.unreported);
+        add(&mut u);
+        if u.last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+            self.warn(&mut u);
+        }
+    }
+
+    /// Warns about connections turned away since the last warning, if any.
+    pub(crate) fn warn_unreported(&self) {
+        let mut u = lock(&self.unreported);
+        if u.refused + u.made_room + u.accept_failed > 0 {
+            self.warn(&mut u);
+        }
+    }
+
+    fn warn(&self, u: &mut Unreported) {
+        let since = u.last_warning.map(|at| at.elapsed());
+        if u.accept_failed > 0 {
+            tracing::warn!(
+                service = %self.name,
+                failed = u.accept_failed,
+                error = u.last_accept_error.as_deref().unwrap_or(""),
+                "cannot accept connections (out of file descriptors? see grpc.max_connections \
+                 and the process's open-file limit)"
+            );
+        }
+        if u.refused + u.made_room > 0 {
+            tracing::warn!(
+                service = %self.name,
+                max_connections = self.cfg.max_connections,
+                refused = u.refused,
+                made_room = u.made_room,
+                no_preface = u.no_preface,
+                since = ?since,
+                "at its connection cap (grpc.max_connections): new connections closed at once \
+                 (refused) or made room for by closing held ones that sent nothing or had no \
+                 call in progress (made_room)"
+            );
+        }
+        *u = Unreported {
+            last_warning: Some(Instant::now()),
+            ..Unreported::default()
+        };
+    }
+
+    /// A receiver that turns true when the port stops.
+    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.subscribe()
+    }
+
+    /// Tells every connection to go away (each closes once its calls are done).
+    pub(crate) fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Cuts every connection still open.
+    pub(crate) fn kill_all(&self) {
+        for conn in lock(&self.registry).held.values() {
+            conn.kill();
+        }
+    }
+
+    /// Resolves once no connection is open.
+    pub(crate) async fn all_closed(&self) {
+        loop {
+            let left = self.left.notified();
+            tokio::pin!(left);
+            left.as_mut().enable();
+            if self.stats.open() == 0 {
+                return;
+            }
+            left.await;
+        }
+    }
+}
+
+/// The connection to close to make room: the oldest one that has not finished its preface,
+/// else the one without a call for longest; never one with a call in progress.
+fn victim(reg: &Registry) -> Option<Arc<Conn>> {
+    let open = reg.held.values().filter(|c| c.asked() == OPEN);
+    let unstarted = open
+        .clone()
+        .filter(|c| c.phase() != SERVED)
+        .min_by_key(|c| c.id);
+    if unstarted.is_some() {
+        return unstarted.cloned();
+    }
+    open.filter(|c| c.calls() == 0)
+        .min_by_key(|c| c.idle_since())
+        .cloned()
+}
+
+/// A place at the port, given back when the connection closes.
+pub(crate) struct Slot {
+    port: Arc<Port>,
+    id: u64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut reg = lock(&self.port.registry);
+        if reg.held.remove(&self.id).is_none() {
+            reg.closing = reg.closing.saturating_sub(1);
+        }
+        drop(reg);
+        self.port.stats.open.fetch_sub(1, Ordering::Relaxed);
+        self.port.left.notify_waiters();
+    }
+}
+
+/// One connection's state, shared by its task, its I/O and its calls.
+pub(crate) struct Conn {
+    id: u64,
+    epoch: Instant,
+    pub(crate) accepted: Instant,
+    phase: AtomicU8,
+    calls: AtomicU32,
+    /// When the last call ended (or the connection was accepted), in ms after `epoch`.
+    idle_since_ms: AtomicU64,
+    asked: AtomicU8,
+    killed: AtomicBool,
+    gone: AtomicBool,
+    read_waker: AtomicWaker,
+    write_waker: AtomicWaker,
+    /// Told when a close is asked for, the last call ends, or the connection is gone.
+    pub(crate) changed: Notify,
+    /// Told when the connection has been asked to go away for room or idleness.
+    pub(crate) going: Notify,
+}
+
+impl Conn {
+    fn new(id: u64, epoch: Instant) -> Self {
+        Self {
+            id,
+            epoch,
+            accepted: Instant::now(),
+            phase: AtomicU8::new(SILENT),
+            calls: AtomicU32::new(0),
+            idle_since_ms: AtomicU64::new(ms_since(epoch)),
+            asked: AtomicU8::new(OPEN),
+            killed: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
+            read_waker: AtomicWaker::new(),
+            write_waker: AtomicWaker::new(),
+            changed: Notify::new(),
+            going: Notify::new(),
+        }
+    }
+
+    pub(crate) fn phase(&self) -> u8 {
+        self.phase.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_phase(&self, phase: u8) {
+        self.phase.store(phase, Ordering::Release);
+    }
+
+    pub(crate) fn calls(&self) -> u32 {
+        self.calls.load(Ordering::Acquire)
+    }
+
+    fn idle_since(&self) -> u64 {
+        self.idle_since_ms.load(Ordering::Acquire)
+    }
+
+    fn asked(&self) -> u8 {
+        self.asked.load(Ordering::Acquire)
+    }
+
+    /// When the connection will have been idle for `idle`; `None` while a call is in progress.
+    pub(crate) fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
+        (self.calls() == 0).then(|| self.epoch + Duration::from_millis(self.idle_since()) + idle)
+    }
+
+    /// Counts a call until the guard is dropped.
+    pub(crate) fn begin_call(self: &Arc<Self>) -> CallGuard {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        CallGuard(Arc::clone(self))
+    }
+
+    /// Asks the connection to go away; the first reason given is kept.
+    fn ask(&self, why: u8) {
+        let _ = self
+            .asked
+            .compare_exchange(OPEN, why, Ordering::AcqRel, Ordering::Acquire);
+        self.changed.notify_one();
+    }
+
+    pub(crate) fn ask_idle(&self) {
+        self.ask(IDLE);
+    }
+
+    pub(crate) fn ask_stop(&self) {
+        self.ask(STOP);
+    }
+
+    /// Whether it was told to make room.
+    pub(crate) fn making_room(&self) -> bool {
+        self.asked() == MAKE_ROOM
+    }
+
+    /// Cuts the connection: its reads and writes fail from now on.
+    pub(crate) fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.read_waker.wake();
+        self.write_waker.wake();
+        self.changed.notify_one();
+    }
+
+    /// Ready once the connection is cut; `read` picks which side's waker to keep.
+    pub(crate) fn poll_killed(&self, cx: &mut Context<'_>, read: bool) -> Poll<()> {
+        let waker = if read {
+            &self.read_waker
+        } else {
+            &self.write_waker
+        };
+        waker.register(cx.waker());
+        if self.killed.load(Ordering::Acquire) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// Resolves once the connection is cut.
+    pub(crate) async fn killed(&self) {
+        std::future::poll_fn(|cx| self.poll_killed(cx, true)).await;
+    }
+
+    pub(crate) fn set_gone(&self) {
+        self.gone.store(true, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
+    }
+}
+
+fn ms_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A call in progress on a connection.
+pub(crate) struct CallGuard(Arc<Conn>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        let conn = &self.0;
+        // Written before the count drops, so whoever sees no call sees this end's time.
+        conn.idle_since_ms
+            .store(ms_since(conn.epoch), Ordering::Release);
+        if conn.calls.fetch_sub(1, Ordering::AcqRel) == 1 {
+            conn.changed.notify_one();
+        }
+    }
+}
+
+impl crate::counted::BodyGuard for CallGuard {}
