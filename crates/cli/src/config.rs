@@ -9,6 +9,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub listen: Listen,
+    /// Connections of every gRPC port: how many each holds, how long it waits for a client
+    /// that sends nothing, stays idle or stops reading (see `droidmesh_runtime::server`).
+    pub grpc: droidmesh_runtime::server::ConnectionConfig,
     pub endpoints: Endpoints,
     pub device: droidmesh_device::DeviceConfig,
     pub gateway: droidmesh_gateway::GatewayConfig,
@@ -206,6 +209,7 @@ impl Validate for Config {
             problems.extend(errs.into_iter().map(|e| format!("llm: {e}")));
         }
         problems.extend(self.tls.problems());
+        problems.extend(self.grpc.problems());
         for (name, value) in self.endpoints.named() {
             if value.trim().is_empty() {
                 problems.push(format!("{name}: must not be empty"));
@@ -267,5 +271,19 @@ mod tests {
         load("[endpoints]\ndevice = \"http://d:1\"\n").unwrap();
         let err = load("[tls]\ncert = \"/c.pem\"\n").unwrap_err();
         assert!(err.contains("tls.key: must be set with tls.cert"), "{err}");
+    }
+
+    #[test]
+    fn grpc_connection_settings_are_read_and_checked() {
+        let config = load("[grpc]\nmax_connections = 64\nidle_timeout_ms = 1000\n").unwrap();
+        assert_eq!(config.grpc.max_connections, 64);
+        assert_eq!(config.grpc.idle_timeout_ms, 1000);
+        assert_eq!(config.grpc.preface_timeout_ms, 10_000);
+        let err = load("[grpc]\nmax_connections = 0\npreface_timeout_ms = 1\n").unwrap_err();
+        assert!(err.contains("grpc.max_connections must be from 1"), "{err}");
+        assert!(
+            err.contains("grpc.preface_timeout_ms must be at least 10, got 1"),
+            "{err}"
+        );
     }
 }

@@ -207,6 +207,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                 mesh::check_open(&config, addr.ip())?;
             }
             let (routes, opts, gateway) = mesh::routes(service, &config)?;
+            mesh::check_descriptors(&config, &[service])?;
             let listener = droidmesh_runtime::server::bind(addr).await?;
             // The gateway's HTTP face stops with its gRPC port: at the signal, or when the
             // server ends (the sender goes with the signal's future).

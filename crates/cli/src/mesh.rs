@@ -130,7 +130,28 @@ pub fn routes(
         .context("cannot serve TLS (config [tls])")?;
     opts.drain_timeout = std::time::Duration::from_secs(drain);
     opts.drain_notice = std::time::Duration::from_millis(config.listen.drain_notice_ms);
+    opts.connections = config.grpc.clone();
     Ok((routes, opts, gateway))
+}
+
+/// Makes sure this process may hold every connection its ports allow (`services`' gRPC ports,
+/// and the gateway's HTTP face when it serves one): raises the open-file limit as far as the
+/// hard limit allows, else says which settings to lower.
+pub fn check_descriptors(config: &Config, services: &[Service]) -> Result<()> {
+    let grpc = config.grpc.descriptors() * services.len();
+    let http = if services.contains(&Service::Gateway) && config.listen.gateway_http != 0 {
+        config.gateway_http.max_connections
+    } else {
+        0
+    };
+    let keys = if http > 0 {
+        "grpc.max_connections and gateway_http.max_connections"
+    } else {
+        "grpc.max_connections"
+    };
+    let ports = u64::try_from(grpc + http).unwrap_or(u64::MAX);
+    droidmesh_runtime::server::ensure_descriptors(ports, keys).map_err(anyhow::Error::msg)?;
+    Ok(())
 }
 
 /// Whether a service's ports ask callers for a certificate: the device service and the agents
@@ -317,6 +338,7 @@ impl Mesh {
     /// at the bound addresses.
     pub async fn start(mut config: Config, sims: usize) -> Result<Mesh> {
         check_open(&config, config.listen.host)?;
+        check_descriptors(&config, &Service::ALL)?;
         let fleet = if sims > 0 {
             let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
                 host: config.listen.host,

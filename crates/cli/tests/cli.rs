@@ -637,3 +637,42 @@ fn a_gateway_without_keys_on_loopback_says_it_is_open() {
     }
     drop(gateway);
 }
+
+#[test]
+fn a_service_whose_ports_outgrow_the_open_file_limit_refuses_to_start_naming_the_keys() {
+    // A hard limit of 2000 descriptors cannot hold 5000 connections (and the gateway's HTTP
+    // face on top): the process says so before it listens, instead of running out later.
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=2000:2000")
+        .arg(env!("CARGO_BIN_EXE_droidmesh"))
+        .args(["serve", "gateway", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "error")
+        .env("DROIDMESH_GRPC__MAX_CONNECTIONS", "5000")
+        .env("DROIDMESH_LISTEN__GATEWAY_HTTP", "0")
+        .env("DROIDMESH_LISTEN__ADMIN", "0")
+        .env("DROIDMESH_GATEWAY__STORE", "memory")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the gateway started anyway");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(
+        err.contains("grpc.max_connections let this process's ports hold up to 5625")
+            && err.contains("it may open 2000 (its hard limit is 2000)")
+            && err.contains("lower grpc.max_connections"),
+        "{err}"
+    );
+}

@@ -17,12 +17,14 @@ use tonic_health::ServingStatus;
 
 mod accept;
 mod calls;
+mod descriptors;
 mod io;
 mod limits;
 mod port;
 mod stats;
 
 pub use calls::MAX_MESSAGE_BYTES;
+pub use descriptors::{RESERVED_DESCRIPTORS, ensure_descriptors};
 pub use limits::ConnectionConfig;
 pub use stats::ConnectionStats;
 
