@@ -3,6 +3,7 @@
 //! ExecuteSubgoal (one atomic action per subgoal).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod codeact;
+mod echo;
 mod models;
 mod rig;
 mod subgoal;

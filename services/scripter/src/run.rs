@@ -176,7 +176,9 @@ impl Run {
                     ])
                     .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
                     let choice = choose_code(&r.text, &echo);
-                    record.thought = choice.prose.clone();
+                    // Only what the model wrote itself goes into its history: a copied
+                    // heading kept as its thought would be its own words next step.
+                    record.thought = choice.own_prose.clone();
                     record.notice = choice.summary();
                     match choice.code.clone() {
                         None => match not_an_answer(&choice) {

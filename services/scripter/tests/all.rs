@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod bad_input;
 mod common;
+mod echo;
 mod fetch_api;
 mod files;
 mod http_limits;

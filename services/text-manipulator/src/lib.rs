@@ -10,6 +10,7 @@
 //!
 //! What cannot be served is an RPC error (see [`error::to_status`]); an edit that did not
 //! happen is a failed `ActionResult` in the response.
+mod attempts;
 pub mod config;
 pub mod device;
 pub mod error;

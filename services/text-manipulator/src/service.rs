@@ -2,23 +2,20 @@
 //! its text), asks the model for a program, runs it, retries with the error on failure, and
 //! types the result when asked to.
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use droidmesh_agent::parse::{IgnoredWhy, PromptEcho, choose_code};
-use droidmesh_agent::prompts::{
-    PromptSet, TextManipulatorErrorCorrection, TextManipulatorSystem, handoff_text,
-};
-use droidmesh_llm::{CallTags, ChatRequest, ChatTarget, LlmClient, LlmError, Message};
+use droidmesh_agent::prompts::PromptSet;
+use droidmesh_llm::{ChatTarget, LlmClient};
 use droidmesh_proto::v1::text_manipulator_service_server::TextManipulatorService;
 use droidmesh_proto::v1::{DeviceBinding, LeaseRef, ManipulateRequest, ManipulateResponse};
 use serde_json::json;
 use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
 
+use crate::attempts::Attempts;
 use crate::config::{MAX_RETRIES_LIMIT, TextManipulatorConfig};
 use crate::device::{self, Check, DeviceClient, Devices};
 use crate::error::TextManipulatorError;
-use crate::program::{self, ProgramLimits};
 use crate::report::{AGENT, Ending, Usage, lengths};
 
 /// Longest task id accepted, in bytes (it names the task in spans and logs).
@@ -85,18 +82,6 @@ struct Field {
     client: DeviceClient,
     endpoint: String,
     index: u32,
-}
-
-/// The model's last failed attempt, shown to it on the next one.
-struct Failure {
-    reply: String,
-    code: String,
-    error: String,
-}
-
-/// Model errors that another attempt cannot fix.
-fn unusable(e: &LlmError) -> bool {
-    e.is_unusable()
 }
 
 impl TextManipulator {
@@ -321,154 +306,6 @@ impl TextManipulator {
                 ending.error = Some(device::describe_difference(&actual, text));
                 ending.extra.push(("field_text", json!(actual)));
             }
-        }
-    }
-}
-
-/// The model–program loop of one request.
-struct Attempts<'a> {
-    service: &'a TextManipulator,
-    req: &'a ManipulateRequest,
-    original: &'a str,
-    target: ChatTarget,
-    model: String,
-    usage: Usage,
-}
-
-impl Attempts<'_> {
-    /// Asks for programs until one produces a typable text or the attempts run out. Returns
-    /// the text (or the last failure, worded for the caller), the number of model calls, and
-    /// the last code that ran.
-    async fn produce(
-        &mut self,
-    ) -> Result<(Result<String, String>, u32, String), TextManipulatorError> {
-        let cfg = &self.service.cfg;
-        let retries = match self.req.max_retries {
-            0 => cfg.max_retries,
-            n => n,
-        };
-        let limits = ProgramLimits {
-            wall_clock: Duration::from_millis(cfg.sandbox_timeout_ms),
-            memory_bytes: cfg.sandbox_memory_mb.saturating_mul(1024 * 1024),
-            max_chars: cfg.max_text_chars,
-        };
-        let system = self.service.prompts.render(&TextManipulatorSystem {
-            instruction: clip(&self.req.instruction, CONTEXT_CHARS),
-            plan: clip(&self.req.plan, CONTEXT_CHARS),
-            task: self.req.subgoal.trim().to_owned(),
-            original: self.original.to_owned(),
-            handoff_context: self
-                .req
-                .handoff_context
-                .as_ref()
-                .and_then(|c| handoff_text(&droidmesh_proto::struct_to_json(c))),
-            max_chars: cfg.max_text_chars,
-        })?;
-        let mut last: Option<Failure> = None;
-        let mut attempts = 0;
-        while attempts <= retries {
-            attempts += 1;
-            let mut messages = vec![Message::user(system.clone())];
-            let mut shown = vec![system.clone()];
-            if let Some(f) = &last {
-                let correction = self
-                    .service
-                    .prompts
-                    .render(&TextManipulatorErrorCorrection {
-                        task: self.req.subgoal.trim().to_owned(),
-                        original: self.original.to_owned(),
-                        code: f.code.clone(),
-                        error: f.error.clone(),
-                        max_chars: cfg.max_text_chars,
-                    })?;
-                messages.push(Message::assistant(f.reply.clone()));
-                messages.push(Message::user(correction.clone()));
-                shown.push(correction);
-            }
-            let reply = match self
-                .service
-                .llm
-                .chat(
-                    self.target.clone(),
-                    ChatRequest::new(messages).tagged(CallTags::new(self.req.task_id.as_str())),
-                )
-                .await
-            {
-                Ok(reply) => reply,
-                Err(e) if unusable(&e) => {
-                    return Err(TextManipulatorError::Model {
-                        model: self.model.clone(),
-                        source: e,
-                    });
-                }
-                // The client has already retried what can be retried.
-                Err(e) => {
-                    let code = last.map(|f| f.code).unwrap_or_default();
-                    let error = format!("the model call failed after {attempts} attempt(s): {e}");
-                    return Ok((Err(error), attempts, code));
-                }
-            };
-            self.usage.add(&reply);
-            // Only the program the model wrote runs, not code copied back from the prompt.
-            let choice = choose_code(
-                &reply.text,
-                &PromptEcho::new(shown.iter().map(String::as_str)),
-            );
-            let Some(code) = choice.code.clone() else {
-                let languages: Vec<&str> = choice
-                    .ignored
-                    .iter()
-                    .filter_map(|b| match &b.why {
-                        IgnoredWhy::NotJavaScript(l) => Some(l.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let mut error = if choice.copied() > 0 {
-                    "nothing ran: the code in the reply was copied from this prompt: write your own program in one ```js block".to_owned()
-                } else {
-                    "no JavaScript found in the reply: write the program in one ```js block"
-                        .to_owned()
-                };
-                if !languages.is_empty() {
-                    error.push_str(&format!(
-                        " (blocks tagged {} do not run; only JavaScript does)",
-                        languages.join(", ")
-                    ));
-                }
-                last = Some(Failure {
-                    reply: reply.text,
-                    code: String::new(),
-                    error,
-                });
-                continue;
-            };
-            match program::run(&code, self.original, &limits).await? {
-                Ok(text) => return Ok((Ok(text), attempts, code)),
-                Err(error) => {
-                    // The error may quote the field's text: it goes to the model, not the log.
-                    tracing::info!(attempt = attempts, "the program failed");
-                    last = Some(Failure {
-                        reply: reply.text,
-                        code,
-                        error,
-                    });
-                }
-            }
-        }
-        let (code, error) = last.map(|f| (f.code, f.error)).unwrap_or_default();
-        let error =
-            format!("no usable program after {attempts} attempt(s); the last failed: {error}");
-        Ok((Err(error), attempts, code))
-    }
-}
-
-/// `text` cut to `max` characters, with a marker that says how much was left out.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((cut, _)) => {
-            let left_out = text[cut..].chars().count();
-            format!("{} […{left_out} more characters cut]", &text[..cut])
         }
     }
 }

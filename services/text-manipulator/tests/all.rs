@@ -5,5 +5,6 @@ mod rig;
 
 mod bad_input;
 mod device_edits;
+mod echo;
 mod errors;
 mod retries;

@@ -14,6 +14,11 @@
 //!
 //! Every block left out is listed in [`CodeChoice::ignored`], so the step can say what was
 //! ignored and the model can be told to write one block of its own.
+//!
+//! What a copy brought never becomes the model's own words: a history shows the model
+//! [`CodeChoice::own_prose`] (nothing, when the reply only copied), never the copied heading,
+//! so the next step cannot take that heading for the model's own ([`PromptEcho::with_own_words`])
+//! and let the same copy run. The evidence stays as strong at every step.
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -190,8 +195,14 @@ pub struct IgnoredBlock {
 pub struct CodeChoice {
     /// The block that runs; `None` when the reply has no code of the model's own.
     pub code: Option<String>,
-    /// The reply's prose (trimmed): the model's thought.
+    /// The reply's prose (trimmed): what the model said, for the user.
     pub prose: String,
+    /// The prose the model wrote itself, for a history that shows the model its own words:
+    /// [`CodeChoice::prose`] without the lines that introduce a copied block and without the
+    /// lines it copied from the prompt; empty when the reply ran nothing of its own because it
+    /// copied. What a copy brought must never come back as the model's own words: the next
+    /// step would take it for them ([`PromptEcho::with_own_words`]) and let the copy run.
+    pub own_prose: String,
     /// Blocks that do not run, in the order of the reply.
     pub ignored: Vec<IgnoredBlock>,
 }
@@ -273,6 +284,19 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
         }
     }
     let code = own.pop().map(|(_, b)| b.clone());
+    let own_prose = if code.is_none() && !ignored.is_empty() {
+        String::new()
+    } else {
+        let copied_lead_ins: HashSet<String> = ignored
+            .iter()
+            .filter_map(|(i, _, _)| extraction.lead_ins.get(*i))
+            .map(|l| normal(l))
+            .filter(|l| !l.is_empty())
+            .collect();
+        own_lines(&extraction.prose, |line| {
+            !copied_lead_ins.contains(&normal(line)) && !prompt.has_line(line)
+        })
+    };
     ignored.extend(own.into_iter().map(|(i, b)| (i, IgnoredWhy::NotLast, b)));
     ignored.sort_by_key(|(i, _, _)| *i);
     let mut ignored: Vec<IgnoredBlock> = ignored
@@ -294,8 +318,15 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
     CodeChoice {
         code,
         prose: extraction.prose,
+        own_prose,
         ignored,
     }
+}
+
+/// The lines of `prose` that `keep` keeps, trimmed as a whole.
+fn own_lines(prose: &str, keep: impl Fn(&str) -> bool) -> String {
+    let kept: Vec<&str> = prose.lines().filter(|l| keep(l)).collect();
+    kept.join("\n").trim().to_owned()
 }
 
 fn first_line(block: &str) -> String {

@@ -66,3 +66,28 @@ fn a_shared_prompt_text_is_read_once_and_answers_like_a_new_one() {
     assert_eq!(choose_code(reply, &shared), choose_code(reply, &fresh));
     assert_eq!(choose_code(reply, &shared).code, None);
 }
+
+#[test]
+fn what_a_copy_brought_is_not_the_model_s_own_prose() {
+    let echo = PromptEcho::new([
+        "Example:\nStep 4 (the switch is checked):\n```js\ncomplete(true, \"Wi-Fi is on.\")\n```\n",
+    ]);
+    // Only a copy: nothing of the model's own, not even the words before it.
+    let copy = "Bluetooth must go off.\nStep 4 (the switch is checked):\n```js\ncomplete(true, \"Wi-Fi is on.\")\n```";
+    let choice = choose_code(copy, &echo);
+    assert_eq!((choice.code, choice.own_prose.as_str()), (None, ""));
+    assert!(choice.prose.contains("Step 4"), "the user still reads it");
+    // A copy, then code of the model's own: its own words stay, the copied heading goes.
+    let mixed = format!("{copy}\nNow the real step: the switch is element 3.\n```js\ntap(3)\n```");
+    let choice = choose_code(&mixed, &echo);
+    assert_eq!(choice.code.as_deref(), Some("tap(3)"));
+    assert!(!choice.own_prose.contains("Step 4"), "{}", choice.own_prose);
+    assert!(
+        choice
+            .own_prose
+            .ends_with("Now the real step: the switch is element 3.")
+    );
+    // A reply of the model's own keeps its prose.
+    let own = choose_code("The switch is element 3.\n```js\ntap(3)\n```", &echo);
+    assert_eq!(own.own_prose, "The switch is element 3.");
+}

@@ -370,7 +370,8 @@ pub struct TextManipulatorErrorCorrection {
     pub task: String,
     /// The field's current text.
     pub original: String,
-    /// The program that failed.
+    /// The last program of the model's own that failed; empty when none has run (the
+    /// template then says that nothing ran).
     pub code: String,
     /// How it failed.
     pub error: String,

@@ -137,7 +137,9 @@ impl Run {
         deadline: Instant,
     ) -> Flow<()> {
         let choice = choose_code(reply, prompt);
-        record.model.thought = cap(&choice.prose, MAX_THOUGHT_IN_HISTORY);
+        // The history shows the model only what it wrote itself: a copied heading kept there
+        // as its thought would be its own words at the next step, and the copy would run.
+        record.model.thought = cap(&choice.own_prose, MAX_THOUGHT_IN_HISTORY);
         if !choice.prose.is_empty() {
             self.emit(agent_event::Kind::Thought(Thought {
                 agent: AGENT.into(),
