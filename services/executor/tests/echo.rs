@@ -58,3 +58,42 @@ async fn the_example_s_complete_answered_at_every_step_never_ends_the_task() {
         assert!(prompt.contains("Nothing ran"), "{prompt}");
     }
 }
+
+const BLUETOOTH_TAP: &str =
+    "const bt = ui_state.find(e => e.text === \"Bluetooth\")\ntap(bt.index)";
+
+/// The history echoed with its heading, the model's own earlier thought and code under it:
+/// the heading says it was copied, though the line just above the block is the model's own.
+/// Before, the last line alone counted, and the echo tapped the switch back on.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_earlier_step_does_not_run_again() {
+    let thought = "The Bluetooth switch is on; I turn it off.";
+    let rig = rig(vec![
+        reply("Bluetooth is in Settings.\n```js\nopen_app(\"Settings\")\n```"),
+        reply(&format!("{thought}\n```js\n{BLUETOOTH_TAP}\n```")),
+        reply(&format!(
+            "### Step 2\n{thought}\n```js\n{BLUETOOTH_TAP}\n```"
+        )),
+        reply("Bluetooth is off now.\n```js\ncomplete(true, \"Bluetooth is off.\")\n```"),
+    ])
+    .await;
+    let events = run(&rig, "Turn off Bluetooth", 6).await;
+    let done = finished(&events);
+    assert!(done.success, "{done:?}");
+    assert_eq!((done.answer.as_str(), done.steps), ("Bluetooth is off.", 4));
+    assert_eq!(tools_run(&events), ["open_app", "tap", "complete"]);
+    assert_eq!(
+        setting(&rig, "bluetooth_on"),
+        "0",
+        "the echo tapped it back on"
+    );
+    // Step 4 shows step 3 as nothing that ran, and why; not the copy as the model's words.
+    let fourth = user_prompt(&rig, 3);
+    let step3 = &fourth[fourth.find("### Step 3").unwrap()..fourth.find("## Phone").unwrap()];
+    assert!(step3.contains("(no code ran)"), "{step3}");
+    assert!(
+        step3.contains("Nothing ran: the code in your reply was copied"),
+        "{step3}"
+    );
+    assert!(!step3.contains(thought), "{step3}");
+}

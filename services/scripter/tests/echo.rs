@@ -53,3 +53,44 @@ async fn an_echoed_earlier_step_never_repeats_its_side_effects() {
     let (_, fourth) = prompts(&rig, 3);
     assert!(!fourth.contains("### Step 2\n### Step 1"), "{fourth}");
 }
+
+/// The history echoed with its heading and the model's own earlier thought under it: the
+/// heading says it was copied, though the line just above the block is the model's own.
+/// Before, the last line alone counted, and the echo posted the note a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_step_with_its_own_thought_does_not_run_again() {
+    let hook = target(vec![]).await;
+    hook.set_fallback(MockResponse::json(201, &json!({"stored": true})));
+    let port = hook.addr().port();
+    let code = format!(
+        "const res = await fetch('http://127.0.0.1:{port}/hooks/notes', {{ method: 'POST', json: {{ text: 'Buy milk' }} }});\nconsole.log('posted', res.status)"
+    );
+    let thought = "I post the note to the webhook.";
+    let mut cfg = config();
+    cfg.http.allow_hosts = vec![format!("127.0.0.1:{port}")];
+    let rig = rig_with(
+        cfg,
+        vec![
+            reply(&format!("{thought}\n```js\n{code}\n```")),
+            reply(&format!("### Step 1\n{thought}\n```js\n{code}\n```")),
+            reply("The note was posted once."),
+        ],
+    )
+    .await;
+    let events = run(
+        &rig,
+        request("POST the note 'Buy milk' to the notes webhook."),
+    )
+    .await;
+    let f = finished(&events);
+    assert!(f.success, "{f:?}");
+    assert_eq!(f.steps, 3);
+    assert_eq!(hook.requests().len(), 1, "the echoed step posted again");
+    let (_, third) = prompts(&rig, 2);
+    let step2 = &third[third.find("### Step 2").unwrap()..];
+    assert!(
+        step2.contains("Error: nothing ran: the code in the reply was copied"),
+        "{step2}"
+    );
+    assert!(!step2.contains(thought), "{step2}");
+}

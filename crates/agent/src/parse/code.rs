@@ -39,10 +39,10 @@ pub struct CodeExtraction {
     pub prose: String,
     /// Language tags of fenced blocks that were not taken as JavaScript, in order.
     pub ignored_languages: Vec<String>,
-    /// For each of [`CodeExtraction::blocks`], the last non-blank prose line between it and
-    /// the block before it (or the reply's start), trimmed; empty when there is none. Tells a
-    /// block the model introduced from one it copied with its heading from a prompt.
-    pub lead_ins: Vec<String>,
+    /// For each of [`CodeExtraction::blocks`], the non-blank prose lines between it and the
+    /// block before it (or the reply's start), trimmed, in order; empty when there are none.
+    /// Tells a block the model introduced from one it copied with its heading from a prompt.
+    pub lead_ins: Vec<Vec<String>>,
 }
 
 impl CodeExtraction {
@@ -109,8 +109,8 @@ pub fn extract_code(text: &str) -> CodeExtraction {
     let mut out = CodeExtraction::default();
     let mut prose = String::new();
     let mut open: Option<OpenFence> = None;
-    // The last non-blank prose line since the last code block.
-    let mut lead_in = String::new();
+    // The non-blank prose lines since the last code block.
+    let mut lead_in = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let line_start = offset;
@@ -186,7 +186,7 @@ pub fn extract_code(text: &str) -> CodeExtraction {
         && let Some((code, rest)) = code_element(&prose)
         && !code.trim().is_empty()
     {
-        push_block(&mut out, code, &mut String::new());
+        push_block(&mut out, code, &mut Vec::new());
         prose = rest;
     }
     out.prose = prose.trim().to_owned();
@@ -198,7 +198,7 @@ fn finish(
     text_so_far: &str,
     out: &mut CodeExtraction,
     prose: &mut String,
-    lead_in: &mut String,
+    lead_in: &mut Vec<String>,
 ) {
     if fence.is_js {
         push_block(out, fence.content, lead_in);
@@ -209,9 +209,9 @@ fn finish(
     }
 }
 
-/// Keeps a non-blank block with the lead-in line before it; the next block's lead-in starts
+/// Keeps a non-blank block with the lead-in lines before it; the next block's lead-in starts
 /// empty.
-fn push_block(out: &mut CodeExtraction, block: String, lead_in: &mut String) {
+fn push_block(out: &mut CodeExtraction, block: String, lead_in: &mut Vec<String>) {
     let trimmed = block.trim_end();
     if !trimmed.trim_start().is_empty() {
         out.blocks
@@ -220,11 +220,11 @@ fn push_block(out: &mut CodeExtraction, block: String, lead_in: &mut String) {
     }
 }
 
-/// Remembers `line` as the latest lead-in when it is not blank.
-fn note_line(lead_in: &mut String, line: &str) {
+/// Adds `line` to the lead-in when it is not blank.
+fn note_line(lead_in: &mut Vec<String>, line: &str) {
     let line = line.trim();
     if !line.is_empty() {
-        line.clone_into(lead_in);
+        lead_in.push(line.to_owned());
     }
 }
 

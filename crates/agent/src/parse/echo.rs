@@ -4,11 +4,15 @@
 //! would end a task that was never done). The prompt asks for exactly one block, so:
 //!
 //! - A block is **copied** when its code is a code block of the prompt (or a long part of the
-//!   prompt's text) *and* something says it was copied rather than written again: the prose
-//!   line that introduces it is a line of the prompt that the model did not write itself (a
-//!   heading of an example, "### Step 2" of the history), or the reply copies two or more of the
-//!   prompt's own blocks (examples, not the model's earlier code). A model that repeats an
-//!   earlier action of its own (`swipe(...)` again, with the same words) is not stopped.
+//!   prompt's text) *and* something says it was copied rather than written again: a prose
+//!   line between it and the reply's block before it (any of them, not only the last) is a
+//!   line the prompt shows with that same code, before it, and the model did not write itself
+//!   (a heading of an example, "### Step 2" of the history, even when the model's own earlier
+//!   thought follows it); or the reply copies two or more of the prompt's own blocks
+//!   (examples, not the model's earlier code). A prompt line shown elsewhere (the goal, a line
+//!   of the screen) is no evidence: a model restates those in its own reasoning. A model that
+//!   repeats an earlier action of its own (`swipe(...)` again, with the same words) is not
+//!   stopped.
 //! - Of the blocks that are left, the **last** runs; earlier ones are reported as not run.
 //! - Blocks in other languages never run ([`super::CodeExtraction::ignored_languages`]).
 //!
@@ -40,7 +44,8 @@ const MAX_SHARED: usize = 32;
 #[derive(Debug, Default)]
 pub struct EchoText {
     raw: String,
-    blocks: OnceLock<HashSet<String>>,
+    /// Each code block, and the lines the text shows before it (since the block before it).
+    blocks: OnceLock<HashMap<String, HashSet<String>>>,
     lines: OnceLock<HashSet<String>>,
     text: OnceLock<String>,
 }
@@ -70,13 +75,18 @@ impl EchoText {
         t
     }
 
-    fn blocks(&self) -> &HashSet<String> {
+    fn blocks(&self) -> &HashMap<String, HashSet<String>> {
         self.blocks.get_or_init(|| {
-            extract_code(&self.raw)
-                .blocks
-                .iter()
-                .map(|b| normal(b))
-                .collect()
+            let read = extract_code(&self.raw);
+            let mut blocks: HashMap<String, HashSet<String>> = HashMap::new();
+            for (block, lead_in) in read.blocks.iter().zip(&read.lead_ins) {
+                let around = lead_in
+                    .iter()
+                    .map(|l| normal(l))
+                    .filter(|l| l.chars().count() >= MIN_LINE);
+                blocks.entry(normal(block)).or_default().extend(around);
+            }
+            blocks
         })
     }
 
@@ -156,7 +166,7 @@ impl PromptEcho {
         if self.own_blocks.contains(&code) {
             return Some(false);
         }
-        if self.parts.iter().any(|p| p.blocks().contains(&code)) {
+        if self.parts.iter().any(|p| p.blocks().contains_key(&code)) {
             return Some(true);
         }
         (code.chars().count() >= MIN_PART && self.parts.iter().any(|p| p.text().contains(&code)))
@@ -165,9 +175,36 @@ impl PromptEcho {
 
     fn has_line(&self, line: &str) -> bool {
         let line = normal(line);
-        line.chars().count() >= MIN_LINE
-            && !self.own_lines.contains(&line)
-            && self.parts.iter().any(|p| p.lines().contains(&line))
+        self.is_prompt_line(&line) && self.parts.iter().any(|p| p.lines().contains(&line))
+    }
+
+    /// Whether `line` (normalised) is long enough to tell and not the model's own.
+    fn is_prompt_line(&self, line: &str) -> bool {
+        line.chars().count() >= MIN_LINE && !self.own_lines.contains(line)
+    }
+
+    /// Whether one of `lead_in`, the reply's lines before `code`, is a line the prompt shows
+    /// with that same code (before it, since the prompt's block before it) and the model did
+    /// not write itself: the code was copied with its surroundings. For code that is a part
+    /// of a prompt text rather than one of its blocks, any line of that text counts.
+    fn copied_with(&self, code: &str, lead_in: &[String]) -> bool {
+        let lines: Vec<String> = lead_in
+            .iter()
+            .map(|l| normal(l))
+            .filter(|l| self.is_prompt_line(l))
+            .collect();
+        if lines.is_empty() {
+            return false;
+        }
+        let code = normal(code);
+        self.parts.iter().any(|p| match p.blocks().get(&code) {
+            Some(around) => lines.iter().any(|l| around.contains(l)),
+            None => {
+                code.chars().count() >= MIN_PART
+                    && p.text().contains(&code)
+                    && lines.iter().any(|l| p.lines().contains(l))
+            }
+        })
     }
 }
 
@@ -276,8 +313,8 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
     let mut ignored = Vec::new();
     let mut own: Vec<(usize, &String)> = Vec::new();
     for (i, block) in extraction.blocks.iter().enumerate() {
-        let lead_in = extraction.lead_ins.get(i).map_or("", String::as_str);
-        if copies[i].is_some() && (echoing || prompt.has_line(lead_in)) {
+        let lead_in = extraction.lead_ins.get(i).map_or(&[][..], Vec::as_slice);
+        if copies[i].is_some() && (echoing || prompt.copied_with(block, lead_in)) {
             ignored.push((i, IgnoredWhy::CopiedFromPrompt, block));
         } else {
             own.push((i, block));
@@ -290,8 +327,8 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
         let copied_lead_ins: HashSet<String> = ignored
             .iter()
             .filter_map(|(i, _, _)| extraction.lead_ins.get(*i))
+            .flatten()
             .map(|l| normal(l))
-            .filter(|l| !l.is_empty())
             .collect();
         own_lines(&extraction.prose, |line| {
             !copied_lead_ins.contains(&normal(line)) && !prompt.has_line(line)

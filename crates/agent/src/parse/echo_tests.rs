@@ -81,13 +81,58 @@ fn what_a_copy_brought_is_not_the_model_s_own_prose() {
     let mixed = format!("{copy}\nNow the real step: the switch is element 3.\n```js\ntap(3)\n```");
     let choice = choose_code(&mixed, &echo);
     assert_eq!(choice.code.as_deref(), Some("tap(3)"));
-    assert!(!choice.own_prose.contains("Step 4"), "{}", choice.own_prose);
-    assert!(
-        choice
-            .own_prose
-            .ends_with("Now the real step: the switch is element 3.")
+    assert_eq!(
+        choice.own_prose,
+        "Now the real step: the switch is element 3."
     );
     // A reply of the model's own keeps its prose.
     let own = choose_code("The switch is element 3.\n```js\ntap(3)\n```", &echo);
     assert_eq!(own.own_prose, "The switch is element 3.");
+}
+
+#[test]
+fn a_copied_heading_counts_even_when_the_model_s_own_thought_follows_it() {
+    let shown = "## Earlier steps\n### Step 1\nScroll down to see more contacts.\n```js\nswipe(540, 1800, 540, 600)\n```\nOutput: (nothing printed)\n";
+    let echo = PromptEcho::new([shown]).with_own_words([
+        "Scroll down to see more contacts.",
+        "swipe(540, 1800, 540, 600)",
+    ]);
+    // The history echoed: the heading, then the model's own earlier thought and code.
+    let echoed =
+        "### Step 1\nScroll down to see more contacts.\n```js\nswipe(540, 1800, 540, 600)\n```";
+    let choice = choose_code(echoed, &echo);
+    assert_eq!(choice.code, None, "{choice:?}");
+    assert_eq!(choice.copied(), 1);
+    // Any line before the block counts, with blank lines and more between.
+    let spread = "### Step 1\n\nI keep going.\n\nScroll down to see more contacts.\n```js\nswipe(540, 1800, 540, 600)\n```";
+    assert_eq!(choose_code(spread, &echo).code, None);
+    // Only the lines since the reply's block before count: a heading before an earlier block
+    // says nothing of a later one.
+    let later = "### Step 1\n```js\nconsole.log(1)\n```\nScroll down to see more contacts.\n```js\nswipe(540, 1800, 540, 600)\n```";
+    assert_eq!(
+        choose_code(later, &echo).code.as_deref(),
+        Some("swipe(540, 1800, 540, 600)")
+    );
+}
+
+#[test]
+fn a_prompt_line_shown_elsewhere_is_no_evidence() {
+    let system = "Example:\nGoal: \"Turn Wi-Fi on.\"\n\nStep 1 (the home screen):\n```js\nopen_app(\"Settings\")\n```\n\nStep 2 (Settings; [4] is \"Network & internet\"):\n```js\ntap(4)\n```\n";
+    let user = "## Goal\nTurn off Bluetooth\n\n## Screen\n[4] TextView \"Bluetooth\" [0,800][1080,980] clickable\n";
+    let echo = PromptEcho::new([system, user]);
+    // The model restates its goal, or quotes the screen, then writes an example's code for
+    // its own reasons: it runs.
+    let goal = "Turn off Bluetooth\nSettings first.\n```js\nopen_app(\"Settings\")\n```";
+    assert_eq!(
+        choose_code(goal, &echo).code.as_deref(),
+        Some("open_app(\"Settings\")")
+    );
+    let screen = "[4] TextView \"Bluetooth\" [0,800][1080,980] clickable\nThat is the switch.\n```js\ntap(4)\n```";
+    assert_eq!(choose_code(screen, &echo).code.as_deref(), Some("tap(4)"));
+    // With a line the prompt shows before that code, it is a copy, wherever the line stands.
+    let copied = "Step 2 (Settings; [4] is \"Network & internet\"):\nI tap it.\n```js\ntap(4)\n```";
+    assert_eq!(choose_code(copied, &echo).code, None);
+    let example_goal =
+        "Goal: \"Turn Wi-Fi on.\"\nSettings first.\n```js\nopen_app(\"Settings\")\n```";
+    assert_eq!(choose_code(example_goal, &echo).code, None);
 }
