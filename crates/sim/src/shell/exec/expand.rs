@@ -1,8 +1,9 @@
-//! Expansions of a word: variables, `$(...)` run as a subshell, and `$((...))` integer
-//! arithmetic.
+//! Expansions of a word: variables, `$(...)` run as a subshell, `$((...))` integer
+//! arithmetic, and pathname expansion of its unquoted pattern characters.
+use super::glob;
 use super::{Run, State, Stop};
 use crate::shell::parse::{self, Part, Pipeline, Word};
-use crate::shell::{Input, Output};
+use crate::shell::{Input, Output, lock};
 
 impl State {
     /// A word with variables only (redirect targets): no substitutions run.
@@ -10,7 +11,7 @@ impl State {
         let mut s = String::new();
         for part in word {
             match part {
-                Part::Lit(l) => s.push_str(l),
+                Part::Lit(l) | Part::Pattern(l) => s.push_str(l),
                 Part::Var(v) => s.push_str(&self.var(v)),
                 Part::Command(_) | Part::Arith(_) => {}
             }
@@ -24,10 +25,67 @@ impl State {
         word: &Word,
         out: &mut Output,
     ) -> Result<String, Stop> {
+        Ok(self.expand_both(run, word, out, false)?.0)
+    }
+
+    /// The word as a pattern (`case`): its unquoted pattern characters active, quoted text and
+    /// command output literal. Variables stay active (`case $x in $PATTERN)`): the parser does
+    /// not tell `$P` from `"$P"`.
+    pub(super) fn expand_pattern(
+        &mut self,
+        run: &mut Run<'_>,
+        word: &Word,
+        out: &mut Output,
+    ) -> Result<String, Stop> {
+        Ok(self.expand_both(run, word, out, true)?.1)
+    }
+
+    /// The fields a command word becomes: the paths its unquoted pattern matches (sorted),
+    /// else the word as written.
+    pub(super) fn expand_fields(
+        &mut self,
+        run: &mut Run<'_>,
+        word: &Word,
+        out: &mut Output,
+    ) -> Result<Vec<String>, Stop> {
+        let (text, pattern) = self.expand_both(run, word, out, false)?;
+        if word.iter().any(|p| matches!(p, Part::Pattern(_))) && glob::is_pattern(&pattern) {
+            let found = glob::paths(&lock(run.device).fs, &pattern).map_err(Stop::Budget)?;
+            if !found.is_empty() {
+                return Ok(found);
+            }
+        }
+        Ok(vec![text])
+    }
+
+    /// The word's text, and the same word as a pattern in which only unquoted pattern
+    /// characters are active (and variables, with `vars_active`).
+    fn expand_both(
+        &mut self,
+        run: &mut Run<'_>,
+        word: &Word,
+        out: &mut Output,
+        vars_active: bool,
+    ) -> Result<(String, String), Stop> {
         let mut s = String::new();
+        let mut pat = String::new();
+        // Only a word with pattern characters (or a `case` pattern) needs the pattern.
+        let want = vars_active || word.iter().any(|p| matches!(p, Part::Pattern(_)));
         for part in word {
+            let from = s.len();
             match part {
                 Part::Lit(l) => s.push_str(l),
+                Part::Pattern(p) => {
+                    s.push_str(p);
+                    pat.push_str(p);
+                    continue;
+                }
+                Part::Var(v) if vars_active => {
+                    let v = self.var(v);
+                    s.push_str(&v);
+                    pat.push_str(&v);
+                    continue;
+                }
                 Part::Var(v) => s.push_str(&self.var(v)),
                 Part::Command(script) => {
                     let list = match parse::parse(script) {
@@ -65,8 +123,11 @@ impl State {
                     }
                 },
             }
+            if want {
+                glob::escape_into(&mut pat, &s[from..]);
+            }
         }
-        Ok(s)
+        Ok((s, pat))
     }
 
     fn nested_sub(

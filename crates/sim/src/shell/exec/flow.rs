@@ -88,12 +88,14 @@ impl State {
             Command::For { var, items, body } => {
                 let mut values = Vec::new();
                 for w in items {
-                    let v = self.expand(run, w, out)?;
+                    let fields = self.expand_fields(run, w, out)?;
                     // Unquoted expansions split into fields, as `for x in $LIST` expects.
-                    if w.iter().any(|p| !matches!(p, Part::Lit(_))) {
-                        values.extend(v.split_whitespace().map(str::to_owned));
-                    } else {
-                        values.push(v);
+                    let split = w
+                        .iter()
+                        .any(|p| matches!(p, Part::Var(_) | Part::Command(_) | Part::Arith(_)));
+                    match fields.as_slice() {
+                        [v] if split => values.extend(v.split_whitespace().map(str::to_owned)),
+                        _ => values.extend(fields),
                     }
                 }
                 self.status = 0;
@@ -124,8 +126,8 @@ impl State {
                 for (patterns, body) in arms {
                     let mut hit = false;
                     for p in patterns {
-                        let p = self.expand(run, p, out)?;
-                        if glob(p.as_bytes(), value.as_bytes()) {
+                        let p = self.expand_pattern(run, p, out)?;
+                        if glob(&p, &value) {
                             hit = true;
                             break;
                         }
@@ -176,7 +178,7 @@ impl State {
         self.bad_expansion = false;
         let mut words = Vec::with_capacity(s.words.len());
         for w in &s.words {
-            words.push(self.expand(run, w, out)?);
+            words.extend(self.expand_fields(run, w, out)?);
         }
         let mut assigned = Vec::new();
         for (name, value) in &s.assigns {

@@ -260,6 +260,14 @@ pub(super) fn tokenize(line: &str) -> Result<Vec<Tok>, ParseError> {
                     None => push_lit(&mut word, '$'),
                 }
             }
+            '*' | '?' | '[' | ']' => {
+                in_word = true;
+                if let Some(Part::Pattern(s)) = word.last_mut() {
+                    s.push(c);
+                } else {
+                    word.push(Part::Pattern(c.to_string()));
+                }
+            }
             c => {
                 in_word = true;
                 push_lit(&mut word, c);

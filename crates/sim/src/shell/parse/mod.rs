@@ -1,5 +1,5 @@
 //! Parses a shell script the way a POSIX shell does, for the subset that adb clients and people
-//! send: quoting, `$VAR`/`${VAR}`/`$?`, `$(...)`, `$((...))`, assignments, pipes, `!`,
+//! send: quoting, unquoted pattern characters, `$VAR`/`${VAR}`/`$?`, `$(...)`, `$((...))`, assignments, pipes, `!`,
 //! `;`/`&&`/`||`/newlines, `{ ...; }` groups, `for`/`while`/`until`/`if` compounds, and
 //! `>`/`>>`/`<` redirects of fd 1 and 2 (`2>`, `2>>`, `2>&1`, `>&2`, `1>&2`).
 mod grammar;
@@ -11,6 +11,8 @@ pub use grammar::parse;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
     Lit(String),
+    /// Unquoted `*`, `?`, `[` and `]`: active in pathname expansion and `case` patterns.
+    Pattern(String),
     Var(String),
     /// `$(...)` or backquotes: the command's output.
     Command(String),
