@@ -126,7 +126,12 @@ pub(super) fn interactive(conn: Conn, local: u32, v2: bool, pty: bool, mut input
         if pty {
             say(Output::ok(PROMPT));
         }
-        Session::default().run_script(&c.device, &mut input, |out| {
+        let mut session = if pty {
+            Session::on_terminal()
+        } else {
+            Session::default()
+        };
+        session.run_script(&c.device, &mut input, |out| {
             say(out);
             if pty {
                 say(Output::ok(PROMPT));

@@ -73,6 +73,14 @@ pub struct Session {
 const MAX_PENDING_SCRIPT: usize = 1 << 20;
 
 impl Session {
+    /// A shell on a terminal (`adb shell` with a pty): as mksh, it tracks as aliases only the
+    /// commands it starts with (`type getprop` says `getprop is /system/bin/getprop`).
+    pub fn on_terminal() -> Self {
+        let mut s = Self::default();
+        s.state.interactive = true;
+        s
+    }
+
     /// The status `$?` reads: the last command's.
     pub fn status(&self) -> i32 {
         self.state.status

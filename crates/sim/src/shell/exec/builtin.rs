@@ -1,5 +1,5 @@
-//! Builtins that read or change the shell's own state (`export`, `unset`, `read`, ...) and
-//! `test` / `[ ]`.
+//! Builtins that read or change the shell's own state (`export`, `unset`, `read`, ...),
+//! `test` / `[ ]`, and those that say what a name is (`command -v`, `type`, `whence`).
 use super::{Run, State};
 use crate::device::Device;
 use crate::shell::{Input, Output, lock};
@@ -29,6 +29,8 @@ impl State {
                 Output::default()
             }
             "set" | "cd" | "shift" | "trap" | "umask" | "wait" => Output::default(),
+            // `command` gets here with `-v` or `-V`: the flow runs `command NAME ...` itself.
+            "whence" | "type" | "command" => super::whence::whence(name, args, !self.interactive),
             "read" => {
                 let names: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
                 match stdin.line() {

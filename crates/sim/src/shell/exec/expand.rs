@@ -98,9 +98,15 @@ impl State {
                         }
                     };
                     // A subshell: its variables and `exit` stay inside.
+                    // Its stdout is captured; its stderr goes where the shell's does.
                     let mut sub = State {
                         status: self.status,
                         vars: self.vars.clone(),
+                        fds: super::redirect::Fds {
+                            out: super::redirect::To::Out,
+                            err: self.fds.err.clone(),
+                        },
+                        interactive: self.interactive,
                         ..State::default()
                     };
                     let mut own = Output::default();

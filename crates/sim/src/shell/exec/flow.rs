@@ -1,6 +1,7 @@
 //! Lists, pipelines, compounds (`{ }`, `for`, `while`/`until`, `case`, `if`) and simple
 //! commands: the order things run in, each counted against the line's [`Run`] budget.
 use super::glob::glob;
+use super::redirect::To;
 use super::{Run, State, Stop};
 use crate::shell::parse::{self, Command, Join, Part, Pipeline, Simple};
 use crate::shell::{Input, Output};
@@ -38,10 +39,15 @@ impl State {
         let last = p.commands.len().saturating_sub(1);
         for (i, cmd) in p.commands.iter().enumerate() {
             let mut own = Output::default();
+            // Before the last command, stdout is the pipe, whatever the shell's own points to.
+            let shells_out = (i != last).then(|| std::mem::replace(&mut self.fds.out, To::Out));
             let r = match piped.take() {
                 Some(bytes) => self.command(run, cmd, &mut Input::bytes(bytes), &mut own),
                 None => self.command(run, cmd, stdin, &mut own),
             };
+            if let Some(o) = shells_out {
+                self.fds.out = o;
+            }
             run.printed(own.stdout.len() + own.stderr.len())?;
             out.stderr.append(&mut own.stderr);
             if i == last {
@@ -78,7 +84,13 @@ impl State {
                     }
                 };
                 let stdin = from_file.as_mut().unwrap_or(stdin);
+                // The group's redirects take what its commands print, wherever the shell's
+                // own descriptors point.
+                let shells = (!redirects.is_empty()).then(|| std::mem::take(&mut self.fds));
                 let r = self.nested(run, |st, run| st.list(run, body, stdin, &mut own));
+                if let Some(fds) = shells {
+                    self.fds = fds;
+                }
                 if let Err(e) = self.route(run, redirects, own, out) {
                     self.status = 1;
                     out.stderr.extend_from_slice(e.as_bytes());
@@ -191,10 +203,55 @@ impl State {
         for (name, value) in &assigned {
             self.set(name, value.clone());
         }
-        let Some((name, args)) = words.split_first() else {
+        // `exec` and `command` run the words after them; `exec` then ends the shell.
+        let mut at = 0;
+        let mut replaces_shell = false;
+        loop {
+            match words.get(at).map(String::as_str) {
+                Some("exec") => match exec_options(&words[at + 1..]) {
+                    Ok(skip) => {
+                        at += 1 + skip;
+                        replaces_shell = true;
+                    }
+                    Err(e) => {
+                        self.status = 2;
+                        out.stderr.extend_from_slice(e.as_bytes());
+                        return Ok(());
+                    }
+                },
+                Some("command") => {
+                    let opts = words[at + 1..]
+                        .iter()
+                        .take_while(|w| w.starts_with('-') && w.len() > 1)
+                        .collect::<Vec<_>>();
+                    // With anything but `-p` it is `command -v|-V`, a builtin of its own.
+                    if opts
+                        .iter()
+                        .any(|o| *o != "--" && o.chars().skip(1).any(|c| c != 'p'))
+                    {
+                        break;
+                    }
+                    let stop = opts.iter().position(|o| *o == "--");
+                    at += 1 + stop.map_or(opts.len(), |i| i + 1);
+                }
+                _ => break,
+            }
+            if at == words.len() {
+                // `exec` with redirects only moves the shell's own descriptors.
+                self.status = 0;
+                if replaces_shell && let Err(e) = self.exec_redirects(run, &s.redirects) {
+                    self.status = 1;
+                    out.stderr.extend_from_slice(e.as_bytes());
+                }
+                return Ok(());
+            }
+        }
+        let Some(name) = words.get(at) else {
+            // Only assignments.
             self.status = 0;
             return Ok(());
         };
+        let args = &words[at + 1..];
         if name == "exit" {
             let code = match args.first() {
                 None => Some(self.status),
@@ -226,6 +283,29 @@ impl State {
             self.status = 1;
             out.stderr.extend_from_slice(e.as_bytes());
         }
+        if replaces_shell {
+            self.exited = Some(self.status & 0xff);
+            return Err(Stop::Exit);
+        }
         Ok(())
     }
+}
+
+/// How many words after `exec` are its options (`-c`, `-a NAME`, ending at `--`).
+fn exec_options(args: &[String]) -> Result<usize, String> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "--" => return Ok(i + 1),
+            "-c" => i += 1,
+            "-a" => i += 2,
+            o if o.starts_with("-a") => i += 1,
+            o if o.starts_with('-') && o.len() > 1 => {
+                let c = o.chars().nth(1).unwrap_or('-');
+                return Err(format!("/system/bin/sh: exec: -{c}: unknown option\n"));
+            }
+            _ => break,
+        }
+    }
+    Ok(i.min(args.len()))
 }

@@ -1,11 +1,13 @@
 //! Runs parsed scripts: lists, pipelines, compounds, expansions, redirects and the builtins that
-//! change the shell itself (`exit`, assignments, `export`, `unset`, `read`, `test`). Every run of
-//! a line is bounded: [`MAX_STEPS`] commands, [`MAX_RUN_TIME`], [`MAX_OUTPUT`] bytes.
+//! change the shell itself (`exit`, `exec`, assignments, `export`, `unset`, `read`, `test`) or
+//! name commands (`command`, `type`, `whence`). Every run of a line is bounded: [`MAX_STEPS`]
+//! commands, [`MAX_RUN_TIME`], [`MAX_OUTPUT`] bytes.
 mod builtin;
 mod expand;
 mod flow;
 mod glob;
 mod redirect;
+mod whence;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -87,6 +89,10 @@ pub struct State {
     pub vars: HashMap<String, String>,
     /// An expansion of the current command failed (a bad `$((...))`): it does not run.
     bad_expansion: bool,
+    /// Where the shell's own stdout and stderr point (moved by `exec >FILE`).
+    fds: redirect::Fds,
+    /// A shell on a terminal: it tracks as aliases only the commands mksh starts with.
+    pub interactive: bool,
 }
 
 impl State {
