@@ -186,6 +186,40 @@ async fn at_the_cap_the_oldest_silent_connection_makes_room_and_health_answers()
 }
 
 #[tokio::test]
+async fn at_the_cap_the_longest_idle_connection_is_told_to_go_away_to_make_room() {
+    // The raw clients answer no ping: the one told to go away is cut 2 s (the preface
+    // timeout) after its GOAWAY.
+    let port = start(cfg(3, 2_000, 60_000)).await;
+    // Three clients that said hello (the preface) and then nothing, oldest first.
+    let mut idle = Vec::new();
+    for n in 1..=3u64 {
+        let mut c = TcpStream::connect(&port.addr).await.unwrap();
+        c.write_all(PREFACE).await.unwrap();
+        idle.push(c);
+        wait_for("accepted", Duration::from_secs(5), || {
+            port.stats.accepted() == n
+        })
+        .await;
+    }
+    // Each has been answered (SETTINGS), so each speaks HTTP/2 by now.
+    for c in &mut idle {
+        let mut head = [0u8; 9];
+        c.read_exact(&mut head).await.unwrap();
+        let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        c.read_exact(&mut vec![0u8; len]).await.unwrap();
+    }
+    check(&mut health(&port.addr)).await.unwrap();
+    let (bytes, _) = until_closed(&mut idle[0], Duration::from_secs(10)).await;
+    assert!(
+        frame_types(&bytes).contains(&GOAWAY),
+        "{:?}",
+        frame_types(&bytes)
+    );
+    assert!(idle[1..].iter().all(still_open));
+    assert_eq!(port.stats.made_room(), 1);
+}
+
+#[tokio::test]
 async fn an_idle_connection_is_told_to_go_away_then_closed() {
     // The raw client below answers no ping, so it is cut a preface timeout after its GOAWAY.
     let port = start(cfg(64, 1_000, 300)).await;
@@ -241,6 +275,38 @@ async fn a_stream_in_progress_keeps_its_connection_past_the_idle_timeout() {
         port.stats.idle_closed() == 2
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_stream_still_running_at_the_drain_deadline_is_cut() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let mut opts = ServeOptions::new("drain-test", &[]);
+    opts.drain_timeout = Duration::from_millis(300);
+    let stats = Arc::clone(&opts.connection_stats);
+    let server = tokio::spawn(serve(listener, Routes::default(), opts, async {
+        let _ = rx.await;
+    }));
+    let mut stream = health(&addr)
+        .watch(HealthCheckRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    stream.message().await.unwrap().unwrap();
+    tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server returns after its drain deadline")
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.open(), 0, "no connection outlives the server");
+    // The watch saw NOT_SERVING, then its connection go.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = stream.message().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream was not cut");
 }
 
 #[tokio::test]

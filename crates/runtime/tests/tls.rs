@@ -346,6 +346,51 @@ async fn a_caller_that_never_finishes_its_handshake_is_dropped_and_holds_up_no_o
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
+#[tokio::test]
+async fn a_tls_port_at_its_cap_makes_room_for_a_caller_that_speaks() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dev_certs(dir.path(), "server", &names(&["127.0.0.1"]), 30).unwrap();
+    let server = ServerTls::grpc(&config(dir.path(), "server"), ClientAuth::None)
+        .unwrap()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let mut opts = ServeOptions::new("tls-test", &[]);
+    opts.tls = Some(server);
+    opts.connections.max_connections = 2;
+    let stats = Arc::clone(&opts.connection_stats);
+    tokio::spawn(serve(listener, Routes::default(), opts, async {
+        let _ = rx.await;
+    }));
+    let mut silent = Vec::new();
+    for n in 1..=2u64 {
+        silent.push(
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stats.accepted() < n {
+            assert!(Instant::now() < deadline, "not accepted");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let trusting = client(&TlsConfig {
+        ca: Some(dir.path().join("ca.crt")),
+        ..TlsConfig::default()
+    });
+    check(&format!("https://127.0.0.1:{port}"), trusting)
+        .await
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(5), silent[0].read(&mut buf))
+        .await
+        .expect("the oldest silent caller was not closed");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert_eq!(stats.made_room(), 1);
+}
+
 #[test]
 fn unusable_files_are_refused_at_start_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
