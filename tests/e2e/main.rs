@@ -17,6 +17,7 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 mod faults;
+mod flood;
 mod http;
 mod metrics;
 mod otlp_metrics;
