@@ -14,6 +14,10 @@
 //! those OKAYs gets the stream closed. Every queue is bounded: at most [`MAX_STREAMS`] streams
 //! per connection, two stdin chunks per stream, [`OUT_QUEUE`] messages waiting for the socket (a
 //! host that sends that many without reading is disconnected).
+//!
+//! A stream the host opens after closing one whose command still works on the input it was
+//! sent is accepted once that command has finished ([`drain`]), so `adb exec-in 'cat > f'`
+//! followed by `adb shell wc -c f` counts the bytes.
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +26,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc, watch};
 
+mod drain;
+mod input;
 mod run;
 
 use crate::device::Device;
@@ -30,7 +36,8 @@ use crate::sync::SyncSession;
 use crate::wire::{
     self, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, HEADER_LEN, Header, MAX_PAYLOAD,
 };
-use run::{HostStdin, Mode, interactive, one_shot, packet, unpack};
+use input::host_data;
+use run::{HostStdin, Mode, interactive, one_shot, packet};
 
 /// Streams open at once on one connection; an OPEN beyond is refused (closed at once).
 pub const MAX_STREAMS: usize = 64;
@@ -57,6 +64,8 @@ struct Conn {
     streams: Arc<Mutex<HashMap<u32, Entry>>>,
     /// Largest payload the host accepts.
     max_payload: usize,
+    /// Commands the host closed while they still ran on its input.
+    draining: Arc<drain::Draining>,
 }
 
 struct Entry {
@@ -93,6 +102,10 @@ struct Feed {
     v2: bool,
     /// A v2 packet split across WRTEs.
     partial: Vec<u8>,
+    /// Whether the host has sent any input.
+    fed: bool,
+    /// Set when the stream's command has finished.
+    done: watch::Receiver<bool>,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -201,6 +214,7 @@ pub async fn serve(
         out: tx,
         streams: Arc::default(),
         max_payload: 4096,
+        draining: Arc::default(),
     };
     let reason = tokio::select! {
         r = read_loop(&mut rd, &mut conn, &banner) => r,
@@ -275,9 +289,15 @@ async fn read_loop(
                 };
                 match removed {
                     // Dropping the entry ends the stream's stdin; a command still running
-                    // finishes (`exec-in` closes as soon as it has sent its input).
+                    // finishes (`exec-in` closes as soon as it has sent its input), and
+                    // streams opened from now on wait for it.
                     Some(e) => {
                         e.acked.close();
+                        if let Kind::Stdin(feed) = &e.kind
+                            && feed.fed
+                        {
+                            conn.draining.add(feed.done.clone());
+                        }
                         conn.control(A_CLSE, local, e.host, &[])
                     }
                     None => true,
@@ -342,14 +362,18 @@ fn open(conn: &Conn, host: u32, payload: &[u8]) -> bool {
             rx,
             handle: tokio::runtime::Handle::current(),
         }));
+        let (finished, done) = drain::done_signal();
         (
             Kind::Stdin(Feed {
                 tx: Some(tx),
                 unacked: Arc::default(),
                 v2,
                 partial: Vec::new(),
+                fed: false,
+                done,
             }),
             input,
+            finished,
         )
     };
     let (kind, start): (Kind, Starter) = if service == "sync:" {
@@ -369,16 +393,16 @@ fn open(conn: &Conn, host: u32, payload: &[u8]) -> bool {
         )
     } else if let Some(cmd) = service.strip_prefix("exec:") {
         let cmd = cmd.to_owned();
-        let (kind, input) = feed(false);
+        let (kind, input, finished) = feed(false);
         (
             kind,
-            Box::new(move |c| one_shot(c, local, cmd, input, Mode::Raw)),
+            Box::new(move |c| one_shot(c, local, cmd, input, Mode::Raw, finished)),
         )
     } else if let Some(rest) = service.strip_prefix("shell") {
         let (opts, cmd) = rest.split_once(':').unwrap_or((rest, ""));
         let opts: Vec<&str> = opts.split(',').collect();
         let v2 = opts.contains(&"v2");
-        let (kind, input) = feed(v2);
+        let (kind, input, finished) = feed(v2);
         let cmd = cmd.to_owned();
         if cmd.trim().is_empty() {
             // A terminal (the default without a command) gets a prompt; `raw` (adb's choice
@@ -386,13 +410,13 @@ fn open(conn: &Conn, host: u32, payload: &[u8]) -> bool {
             let pty = !opts.contains(&"raw");
             (
                 kind,
-                Box::new(move |c| interactive(c, local, v2, pty, input)),
+                Box::new(move |c| interactive(c, local, v2, pty, input, finished)),
             )
         } else {
             let mode = if v2 { Mode::V2 } else { Mode::Raw };
             (
                 kind,
-                Box::new(move |c| one_shot(c, local, cmd, input, mode)),
+                Box::new(move |c| one_shot(c, local, cmd, input, mode, finished)),
             )
         }
     } else if let Some(text) = refusal(&service) {
@@ -434,82 +458,21 @@ fn open(conn: &Conn, host: u32, payload: &[u8]) -> bool {
             acked: Arc::new(Semaphore::new(1)),
         },
     );
-    let sent = conn.control(A_OKAY, local, host, &[]);
-    start(conn.clone());
-    sent
-}
-
-/// Host data on stream `local`. Returns false if the host stopped reading.
-fn host_data(conn: &Conn, host: u32, local: u32, payload: Vec<u8>) -> bool {
-    let mut streams = conn.lock();
-    let Some(entry) = streams.get_mut(&local).filter(|e| e.host == host) else {
-        return true;
-    };
-    match &mut entry.kind {
-        Kind::Stdin(feed) => {
-            if feed.unacked.load(Ordering::Acquire) >= HOST_WINDOW {
-                drop(streams);
-                tracing::debug!(
-                    "the host sent more than {HOST_WINDOW} WRTEs without waiting for OKAY; \
-                     closing the stream"
-                );
-                conn.close(local);
-                return true;
-            }
-            let (chunks, eof) = if feed.v2 {
-                match unpack(&mut feed.partial, &payload) {
-                    Some(parsed) => parsed,
-                    None => {
-                        drop(streams);
-                        tracing::debug!("malformed shell v2 packet; closing the stream");
-                        conn.close(local);
-                        return true;
-                    }
-                }
-            } else {
-                (vec![payload], false)
-            };
-            let tx = feed.tx.clone();
-            if eof {
-                feed.tx = None;
-            }
-            let unacked = feed.unacked.clone();
-            unacked.fetch_add(1, Ordering::AcqRel);
-            drop(streams);
-            let conn = conn.clone();
-            // The OKAY goes out once the stdin queue took the data: that is the backpressure.
-            tokio::spawn(async move {
-                if let Some(tx) = tx {
-                    for c in chunks.into_iter().filter(|c| !c.is_empty()) {
-                        if tx.send(c).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-                unacked.fetch_sub(1, Ordering::AcqRel);
-                if conn.lock().contains_key(&local) {
-                    conn.control(A_OKAY, local, host, &[]);
-                }
-            });
-            true
-        }
-        Kind::Sync(session, replies) => {
-            let fed = session.feed(&payload, &conn.device);
-            let queued = fed.reply.is_empty() && !fed.quit
-                || replies.try_send((fed.reply, fed.quit)).is_ok();
-            drop(streams);
-            if !queued {
-                tracing::debug!("the host pipelined more sync requests than are kept; closing");
-                conn.close(local);
-                return true;
-            }
-            conn.control(A_OKAY, local, host, &[])
-        }
-        Kind::Discard => {
-            drop(streams);
-            conn.control(A_OKAY, local, host, &[])
-        }
+    let pending = conn.draining.pending();
+    if pending.is_empty() {
+        let sent = conn.control(A_OKAY, local, host, &[]);
+        start(conn.clone());
+        return sent;
     }
+    // The host sends nothing on the stream before our OKAY: it waits with it.
+    let c = conn.clone();
+    tokio::spawn(async move {
+        drain::wait(pending).await;
+        if c.lock().contains_key(&local) && c.control(A_OKAY, local, host, &[]) {
+            start(c);
+        }
+    });
+    true
 }
 
 /// Starts the task that serves a newly opened stream.

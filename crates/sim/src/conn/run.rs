@@ -3,7 +3,7 @@
 //! data turned into their standard input (shell v2 packets unpacked).
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::Conn;
 use crate::shell::{Input, Output, Session, Source};
@@ -82,7 +82,16 @@ pub(super) enum Mode {
     V2,
 }
 
-pub(super) fn one_shot(conn: Conn, local: u32, cmd: String, mut input: Input, mode: Mode) {
+/// Runs `cmd` with the stream's input; `finished` is set once it has run (its files written),
+/// before its output is sent.
+pub(super) fn one_shot(
+    conn: Conn,
+    local: u32,
+    cmd: String,
+    mut input: Input,
+    mode: Mode,
+    finished: watch::Sender<bool>,
+) {
     tokio::spawn(async move {
         let device = conn.device.clone();
         let out = tokio::task::spawn_blocking(move || {
@@ -90,6 +99,7 @@ pub(super) fn one_shot(conn: Conn, local: u32, cmd: String, mut input: Input, mo
         })
         .await
         .unwrap_or_else(|e| Output::fail(1, format!("/system/bin/sh: internal error: {e}")));
+        finished.send_replace(true);
         if send_output(&conn, local, &out, mode).await && matches!(mode, Mode::V2) {
             exit_packet(&conn, local, out.code).await;
         }
@@ -116,7 +126,14 @@ const PROMPT: &[u8] = b"sim:/ $ ";
 
 /// `adb shell` without a command: a shell reading its script from stdin, ending at `exit N` or
 /// end of input with that status.
-pub(super) fn interactive(conn: Conn, local: u32, v2: bool, pty: bool, mut input: Input) {
+pub(super) fn interactive(
+    conn: Conn,
+    local: u32,
+    v2: bool,
+    pty: bool,
+    mut input: Input,
+    finished: watch::Sender<bool>,
+) {
     let mode = if v2 { Mode::V2 } else { Mode::Raw };
     let handle = tokio::runtime::Handle::current();
     let c = conn.clone();
@@ -140,6 +157,7 @@ pub(super) fn interactive(conn: Conn, local: u32, v2: bool, pty: bool, mut input
     });
     tokio::spawn(async move {
         let code = session.await.unwrap_or(1);
+        finished.send_replace(true);
         if v2 {
             exit_packet(&conn, local, code).await;
         }
