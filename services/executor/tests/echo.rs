@@ -59,6 +59,35 @@ async fn the_example_s_complete_answered_at_every_step_never_ends_the_task() {
     }
 }
 
+/// The example's `complete` under a lead-in of the model's own at every step: nothing says it
+/// was copied but the code, and it would end the task with the example's answer. It never
+/// runs, and the model is told why.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_example_s_complete_with_a_fresh_lead_in_never_ends_the_task() {
+    let rig = rig(vec![]).await;
+    rig.llm.set_fallback(reply(
+        "Bluetooth looks handled, so I finish.\n```js\ncomplete(true, \"Wi-Fi is on.\")\n```",
+    ));
+    let events = run(&rig, "Turn off Bluetooth", 5).await;
+    let done = finished(&events);
+    assert!(!done.success, "{done:?}");
+    assert_eq!(done.steps, 3, "three failed steps end the run: {done:?}");
+    assert!(
+        done.answer.ends_with("nothing ran: the model's reply repeated the complete(...) of its prompt's example, which would have ended the task with the example's answer"),
+        "{}",
+        done.answer
+    );
+    assert!(tools_run(&events).is_empty(), "{:?}", tools_run(&events));
+    assert_eq!(setting(&rig, "bluetooth_on"), "1");
+    for i in 1..3 {
+        let prompt = user_prompt(&rig, i);
+        assert!(
+            prompt.contains("Nothing ran: `complete(true, \"Wi-Fi is on.\")` is copied from the prompt's example"),
+            "{prompt}"
+        );
+    }
+}
+
 const BLUETOOTH_TAP: &str =
     "const bt = ui_state.find(e => e.text === \"Bluetooth\")\ntap(bt.index)";
 

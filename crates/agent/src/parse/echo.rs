@@ -13,6 +13,14 @@
 //!   of the screen) is no evidence: a model restates those in its own reasoning. A model that
 //!   repeats an earlier action of its own (`swipe(...)` again, with the same words) is not
 //!   stopped.
+//! - A block that **ends the task as an example does** never runs, whatever introduces it:
+//!   its code is one of the prompt's own blocks (an example, not the model's earlier code)
+//!   and it calls the task's ending function ([`PromptEcho::with_task_end`]: CodeAct's
+//!   `complete`). Run, it would end a task with the example's answer (`complete(true, "Wi-Fi
+//!   is on.")` for "Turn off Bluetooth"). This is a decision: an example's *other* blocks
+//!   (`open_app("Settings")`, `tap(4)`) keep the evidence rule above, because a real model
+//!   writes them for its own goal; an example's ending is never the answer to another goal,
+//!   and a model that reached the example's very goal can word its answer itself.
 //! - Of the blocks that are left, the **last** runs; earlier ones are reported as not run.
 //! - Blocks in other languages never run ([`super::CodeExtraction::ignored_languages`]).
 //!
@@ -114,6 +122,19 @@ pub struct PromptEcho {
     own_blocks: HashSet<String>,
     /// Lines the model wrote itself: no evidence of copying.
     own_lines: HashSet<String>,
+    /// The function whose call ends the task, if the agent has one (`complete`).
+    task_end: Option<String>,
+}
+
+/// Where a block's code comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// The model's own earlier code, shown back to it.
+    Own,
+    /// One of the prompt's code blocks.
+    Block,
+    /// A long part of a prompt text.
+    Text,
 }
 
 /// Collapses every run of whitespace to one space and trims.
@@ -156,21 +177,32 @@ impl PromptEcho {
         self
     }
 
-    /// Whether `code` is code of the prompt: `Some(true)` when the prompt brought it itself,
-    /// `Some(false)` when it is the model's own earlier code, `None` when it is new.
-    fn has_code(&self, code: &str) -> Option<bool> {
+    /// Names the function whose call ends the task (CodeAct's `complete`): a prompt's own
+    /// block that calls it never runs (see the module documentation).
+    pub fn with_task_end(mut self, function: &str) -> Self {
+        self.task_end = Some(function.to_owned());
+        self
+    }
+
+    /// Where `code` comes from in the prompt; `None` when it is new.
+    fn has_code(&self, code: &str) -> Option<Origin> {
         let code = normal(code);
         if code.is_empty() {
             return None;
         }
         if self.own_blocks.contains(&code) {
-            return Some(false);
+            return Some(Origin::Own);
         }
         if self.parts.iter().any(|p| p.blocks().contains_key(&code)) {
-            return Some(true);
+            return Some(Origin::Block);
         }
         (code.chars().count() >= MIN_PART && self.parts.iter().any(|p| p.text().contains(&code)))
-            .then_some(true)
+            .then_some(Origin::Text)
+    }
+
+    /// Whether `code` calls the function that ends the task.
+    fn ends_task(&self, code: &str) -> bool {
+        self.task_end.as_deref().is_some_and(|f| calls(code, f))
     }
 
     fn has_line(&self, line: &str) -> bool {
@@ -213,6 +245,9 @@ impl PromptEcho {
 pub enum IgnoredWhy {
     /// It repeats code of the prompt, copied with its surroundings.
     CopiedFromPrompt,
+    /// It is a block of the prompt's own (an example) that ends the task: an example's answer
+    /// never ends a task, whatever introduces it.
+    ExampleEnd,
     /// Another block came after it: only the last block of the model's own runs.
     NotLast,
     /// It is not JavaScript (the tag it had).
@@ -245,11 +280,21 @@ pub struct CodeChoice {
 }
 
 impl CodeChoice {
-    /// How many blocks were left out because they were copied from the prompt.
+    /// How many blocks were left out because they were copied from the prompt (an example's
+    /// ending among them).
     pub fn copied(&self) -> usize {
         self.ignored
             .iter()
-            .filter(|b| b.why == IgnoredWhy::CopiedFromPrompt)
+            .filter(|b| matches!(b.why, IgnoredWhy::CopiedFromPrompt | IgnoredWhy::ExampleEnd))
+            .count()
+    }
+
+    /// How many blocks were left out because they end the task as an example of the prompt
+    /// does.
+    pub fn example_ends(&self) -> usize {
+        self.ignored
+            .iter()
+            .filter(|b| b.why == IgnoredWhy::ExampleEnd)
             .count()
     }
 
@@ -258,7 +303,8 @@ impl CodeChoice {
         if self.ignored.is_empty() {
             return None;
         }
-        let copied = self.copied();
+        let ends = self.example_ends();
+        let copied = self.copied() - ends;
         let not_last = self
             .ignored
             .iter()
@@ -273,6 +319,12 @@ impl CodeChoice {
             })
             .collect();
         let mut parts = Vec::new();
+        if ends > 0 {
+            parts.push(format!(
+                "{ends} block{} copied from the prompt's example that would end the task with the example's answer",
+                plural(ends)
+            ));
+        }
         if copied > 0 {
             parts.push(format!(
                 "{copied} code block{} copied from the prompt",
@@ -304,17 +356,23 @@ fn plural(n: usize) -> &'static str {
 /// Picks the code to run from `reply` (see the module documentation for the rules).
 pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
     let extraction = extract_code(reply);
-    let copies: Vec<Option<bool>> = extraction
+    let copies: Vec<Option<Origin>> = extraction
         .blocks
         .iter()
         .map(|b| prompt.has_code(b))
         .collect();
-    let echoing = copies.iter().filter(|c| **c == Some(true)).count() >= 2;
+    let echoing = copies
+        .iter()
+        .filter(|c| matches!(c, Some(Origin::Block | Origin::Text)))
+        .count()
+        >= 2;
     let mut ignored = Vec::new();
     let mut own: Vec<(usize, &String)> = Vec::new();
     for (i, block) in extraction.blocks.iter().enumerate() {
         let lead_in = extraction.lead_ins.get(i).map_or(&[][..], Vec::as_slice);
-        if copies[i].is_some() && (echoing || prompt.copied_with(block, lead_in)) {
+        if copies[i] == Some(Origin::Block) && prompt.ends_task(block) {
+            ignored.push((i, IgnoredWhy::ExampleEnd, block));
+        } else if copies[i].is_some() && (echoing || prompt.copied_with(block, lead_in)) {
             ignored.push((i, IgnoredWhy::CopiedFromPrompt, block));
         } else {
             own.push((i, block));
@@ -358,6 +416,16 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
         own_prose,
         ignored,
     }
+}
+
+/// Whether `code` calls `function`: its name, not part of a longer name or a method, then `(`.
+fn calls(code: &str, function: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    code.match_indices(function).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + function.len()..].trim_start();
+        !before.is_some_and(|c| ident(c) || c == '.') && after.starts_with('(')
+    })
 }
 
 /// The lines of `prose` that `keep` keeps, trimmed as a whole.

@@ -136,3 +136,47 @@ fn a_prompt_line_shown_elsewhere_is_no_evidence() {
         "Goal: \"Turn Wi-Fi on.\"\nSettings first.\n```js\nopen_app(\"Settings\")\n```";
     assert_eq!(choose_code(example_goal, &echo).code, None);
 }
+
+#[test]
+fn an_example_that_ends_the_task_never_runs_whatever_introduces_it() {
+    let system = "Example:\nStep 1 (the home screen):\n```js\nopen_app(\"Settings\")\n```\n\nStep 4 (the switch is checked):\n```js\ncomplete(true, \"Wi-Fi is on.\")\n```\n";
+    let history = "### Step 1\n```js\nif (done) complete(true, \"Bluetooth is off.\")\n```\n";
+    let echo = PromptEcho::new([system, history])
+        .with_own_words(["if (done) complete(true, \"Bluetooth is off.\")"])
+        .with_task_end("complete");
+    let fresh = "Bluetooth is off, so I am done.\n```js\ncomplete(true, \"Wi-Fi is on.\")\n```";
+    let choice = choose_code(fresh, &echo);
+    assert_eq!(choice.code, None, "{choice:?}");
+    assert_eq!(choice.ignored[0].why, IgnoredWhy::ExampleEnd);
+    assert_eq!(
+        choice.ignored[0].first_line,
+        "complete(true, \"Wi-Fi is on.\")"
+    );
+    assert_eq!((choice.copied(), choice.example_ends()), (1, 1));
+    assert_eq!(
+        choice.summary().unwrap(),
+        "ignored 1 block copied from the prompt's example that would end the task with the example's answer"
+    );
+    // Without a task end named, the evidence rule alone applies: a fresh lead-in runs it.
+    let plain = PromptEcho::new([system]);
+    assert!(choose_code(fresh, &plain).code.is_some());
+    // The example's other blocks keep the evidence rule.
+    let open = "Settings first.\n```js\nopen_app(\"Settings\")\n```";
+    assert!(choose_code(open, &echo).code.is_some());
+    // The model's own ending, repeated, and an ending of its own wording run.
+    let again = "Try again.\n```js\nif (done) complete(true, \"Bluetooth is off.\")\n```";
+    assert!(choose_code(again, &echo).code.is_some());
+    let own = "Done.\n```js\ncomplete(true, \"Bluetooth is off.\")\n```";
+    assert!(choose_code(own, &echo).code.is_some());
+}
+
+#[test]
+fn a_call_is_the_function_s_name_then_a_parenthesis() {
+    assert!(calls("complete(true, 'x')", "complete"));
+    assert!(calls("if (a) complete (false, 'x')", "complete"));
+    assert!(calls("x;complete(true)", "complete"));
+    assert!(!calls("incomplete(true)", "complete"));
+    assert!(!calls("task.complete(true)", "complete"));
+    assert!(!calls("const complete_x = 1", "complete"));
+    assert!(!calls("console.log('complete')", "complete"));
+}

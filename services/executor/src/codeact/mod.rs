@@ -315,7 +315,8 @@ impl Run {
                         EchoText::shared(&setup.system),
                         Arc::new(EchoText::new(shown)),
                     ])
-                    .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]));
+                    .with_own_words(own.flat_map(|s| [s.thought.as_str(), s.code.as_str()]))
+                    .with_task_end(agent_tools::Tool::Complete.name());
                     self.execute(setup, &seen, &reply.text, &echo, &mut record, deadline)
                         .await?;
                 }

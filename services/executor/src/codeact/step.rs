@@ -3,7 +3,7 @@
 //! to the user in theirs (what happened, without instructions meant for the model).
 use std::time::Duration;
 
-use droidmesh_agent::parse::{CodeChoice, PromptEcho, choose_code};
+use droidmesh_agent::parse::{CodeChoice, IgnoredWhy, PromptEcho, choose_code};
 use droidmesh_agent::prompts::CodeActStep;
 use droidmesh_proto::v1::{CodeBlock, Observation, Thought, agent_event};
 use droidmesh_sandbox::{ErrorKind, ScriptError};
@@ -105,6 +105,21 @@ fn script_failure(e: &ScriptError) -> (String, String) {
 
 /// A reply with no code of the model's own, for the model and for the user.
 fn no_code(choice: &CodeChoice) -> (String, String) {
+    // An example's ending alone gets its own words; among other copies, the copy is the news.
+    let ending = choice
+        .ignored
+        .iter()
+        .find(|b| b.why == IgnoredWhy::ExampleEnd)
+        .filter(|_| choice.copied() == choice.example_ends());
+    if let Some(ending) = ending {
+        return (
+            format!(
+                "Nothing ran: `{}` is copied from the prompt's example, and an example's answer never ends a task. Write one ```js block of your own with the next action for the current screen, and call complete(...) with your own answer once your goal is reached.",
+                ending.first_line
+            ),
+            "nothing ran: the model's reply repeated the complete(...) of its prompt's example, which would have ended the task with the example's answer".into(),
+        );
+    }
     let copied = choice.copied();
     if copied > 0 {
         let blocks = if copied == 1 { "block" } else { "blocks" };
