@@ -61,6 +61,8 @@ pub(crate) struct Loop<'a> {
     notes: Vec<String>,
     files: Vec<FileDetail>,
     steps: u32,
+    /// Steps whose subgoal ended in a failure.
+    failed_steps: u32,
     /// Set by a stop request: the task ends once the call in progress returns.
     stop: Option<String>,
     /// An ending that arrived during a call whose caller cannot return it at once.
@@ -90,6 +92,7 @@ impl<'a> Loop<'a> {
             notes: Vec::new(),
             files: Vec::new(),
             steps: 0,
+            failed_steps: 0,
             stop: None,
             pending_end: None,
         }
@@ -196,9 +199,7 @@ impl<'a> Loop<'a> {
                 }
             };
             if self.steps >= max_steps {
-                return Ending::failed(format!(
-                    "reached the step limit ({max_steps}) before the goal was completed"
-                ));
+                return Ending::failed(self.out_of_steps(max_steps));
             }
             self.steps += 1;
             let step = self.steps;
@@ -212,6 +213,9 @@ impl<'a> Loop<'a> {
             match self.carry_out(agent, first).await {
                 Ok(()) => {}
                 Err(end) => return end,
+            }
+            if self.history.back().is_some_and(|r| !r.success) {
+                self.failed_steps += 1;
             }
             if self.ctx.req.stream_screenshots {
                 self.screenshot().await;
@@ -336,6 +340,28 @@ impl<'a> Loop<'a> {
             secret_ids: self.ctx.req.secret_ids.clone(),
             models: self.ctx.req.models.clone(),
         }
+    }
+
+    /// Why the task ends at the step limit: the limit, and the failure that ended the last
+    /// subgoal when it failed (every one of them, when none succeeded), since that is the
+    /// likely cause.
+    fn out_of_steps(&self, max_steps: u32) -> String {
+        let mut reason =
+            format!("reached the step limit ({max_steps}) before the goal was completed");
+        if let Some(last) = self.history.back().filter(|r| !r.success) {
+            let which = if self.failed_steps >= self.steps {
+                format!("every one of the {} subgoals failed; the last", self.steps)
+            } else {
+                "the last subgoal failed".to_owned()
+            };
+            reason.push_str(&format!(
+                "; {which} ({}, \"{}\"): {}",
+                last.agent,
+                cut(&last.action, 200),
+                last.feedback
+            ));
+        }
+        reason
     }
 
     /// Records a subgoal's outcome for the manager's next plan.

@@ -45,6 +45,48 @@ async fn an_agent_that_is_down_or_dies_is_an_observation_for_the_manager() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_task_that_runs_out_of_steps_names_the_failure_of_its_last_subgoal() {
+    let Some(shared) = shared() else { return };
+    let minds = Minds::new();
+    let stack = reasoning_stack(shared, &minds, test_config(), true).await;
+    let req = |goal: &str| TaskRequest {
+        max_steps: Some(2),
+        ..reasoning(goal, &shared.serials[29])
+    };
+    // Every subgoal goes to a scripter that is down.
+    *minds.plan_fallback.lock().unwrap() = Some(plan(&[(Kind::Script, "Fetch the rate")]));
+    let events = run_to_end(&stack, req("Get the rate")).await;
+    let done = completed(&events);
+    assert!(!done.success);
+    assert!(
+        done.error.starts_with("reached the step limit (2) before the goal was completed; every one of the 2 subgoals failed; the last (scripter, \"Fetch the rate\"): ")
+            && done.error.contains("scripter at http://127.0.0.1:")
+            && done.error.contains("could not be reached"),
+        "{}",
+        done.error
+    );
+    // One subgoal done, the last one failed: the last failure is named, not "every one".
+    minds.plan(plan(&[(Kind::Action, "Scroll down")]));
+    minds.act(Act::Result(ok("scrolled")));
+    let events = run_to_end(&stack, req("Scroll, then get the rate")).await;
+    let error = &completed(&events).error;
+    assert!(
+        error.contains("step limit (2) before the goal was completed; the last subgoal failed (scripter, \"Fetch the rate\"): scripter at"),
+        "{error}"
+    );
+    // A last subgoal that succeeded: the limit alone is the cause.
+    *minds.plan_fallback.lock().unwrap() = Some(plan(&[(Kind::Action, "Scroll down")]));
+    for _ in 0..2 {
+        minds.act(Act::Result(ok("scrolled")));
+    }
+    let events = run_to_end(&stack, req("Find the end")).await;
+    assert_eq!(
+        completed(&events).error,
+        "reached the step limit (2) before the goal was completed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn unusable_manager_replies_are_shown_to_it_then_fail_the_task() {
     let Some(shared) = shared() else { return };
     let minds = Minds::new();
