@@ -69,9 +69,12 @@ async fn start_up(llm_url: &str, extra: &str) -> Up {
     ));
     let path = dir.join("droidmesh.toml");
     std::fs::write(&path, config).unwrap();
-    let proc = Proc::spawn(
+    // The HTTP face warns once per connection it turns away (1,400 lines a flood here); the
+    // gRPC ports' warnings, at most one per 10 s, stay in view.
+    let proc = Proc::spawn_env(
         "up",
         &["--config", path.to_str().unwrap(), "up", "--sims", "1"],
+        &[("RUST_LOG", "warn,droidmesh_gateway::http=error")],
     )
     .unwrap();
     let endpoint = format!("http://127.0.0.1:{}", grpc[5]);

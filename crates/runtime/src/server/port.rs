@@ -168,16 +168,18 @@ impl Port {
             );
         }
         if u.refused + u.made_room > 0 {
+            let over = since.map_or(String::new(), |s| format!(" over the last {s:.1?}"));
             tracing::warn!(
                 service = %self.name,
                 max_connections = self.cfg.max_connections,
                 refused = u.refused,
                 made_room = u.made_room,
                 no_preface = u.no_preface,
-                since = ?since,
-                "at its connection cap (grpc.max_connections): new connections closed at once \
-                 (refused) or made room for by closing held ones that sent nothing or had no \
-                 call in progress (made_room)"
+                "gRPC port at its connection cap (grpc.max_connections){over}: {} new \
+                 connections closed at once, {} held ones (silent, or with no call in \
+                 progress) closed to make room",
+                u.refused,
+                u.made_room,
             );
         }
         *u = Unreported {
@@ -400,3 +402,60 @@ impl Drop for CallGuard {
 }
 
 impl crate::counted::BodyGuard for CallGuard {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Log lines written while `f` runs.
+    fn logged(f: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                lock(&self.0).extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let out = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || out.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        String::from_utf8_lossy(&lock(&buf.0)).into_owned()
+    }
+
+    #[test]
+    fn a_flood_of_refusals_is_one_warning_then_one_summary() {
+        let port = Port::new(
+            "test",
+            ConnectionConfig {
+                max_connections: 1,
+                ..ConnectionConfig::default()
+            },
+            Arc::default(),
+        );
+        // The one held connection is busy: nothing can make room.
+        let (_slot, conn) = port.admit().unwrap();
+        conn.set_phase(SERVED);
+        let _call = conn.begin_call();
+        let log = logged(|| {
+            for _ in 0..500 {
+                assert!(port.admit().is_none());
+            }
+        });
+        assert_eq!(log.lines().count(), 1, "{log}");
+        assert!(log.contains("1 new connections closed at once"), "{log}");
+        let log = logged(|| port.warn_unreported());
+        assert!(log.contains("499 new connections closed at once"), "{log}");
+        assert_eq!(port.stats.refused(), 500);
+        // Nothing new: nothing said.
+        assert!(logged(|| port.warn_unreported()).is_empty());
+    }
+}
