@@ -89,7 +89,8 @@ impl LeaseManager {
     }
 
     /// Acquires `serial` (or, when empty, the first free device of `known` in serial order)
-    /// for `holder`. A holder acquiring a device it already holds gets its lease renewed.
+    /// for `holder`, which must be short printable text ([`crate::printable::check_holder`]).
+    /// A holder acquiring a device it already holds gets its lease renewed.
     pub fn acquire(
         &self,
         serial: &str,
@@ -97,12 +98,7 @@ impl LeaseManager {
         ttl_ms: u32,
         known: &[String],
     ) -> Result<Lease> {
-        if holder.trim().is_empty() {
-            return Err(DeviceError::InvalidArgument(
-                "holder must name who takes the lease (a task id or a user), got an empty string"
-                    .into(),
-            ));
-        }
+        crate::printable::check_holder(holder)?;
         let now = self.clock.now_ms();
         let ttl = self.ttl(ttl_ms);
         let mut leases = self.lock();

@@ -12,6 +12,7 @@ pub mod lease;
 pub mod metrics;
 pub mod observe;
 pub mod portal;
+pub mod printable;
 pub mod registry;
 pub mod screenshot;
 pub mod secret_fields;

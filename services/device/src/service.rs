@@ -325,7 +325,7 @@ impl DeviceService for DeviceServiceImpl {
         r: Request<AcquireLeaseRequest>,
     ) -> Result<Response<Lease>, Status> {
         let r = r.into_inner();
-        if r.holder.starts_with("task-") {
+        if r.holder.starts_with("task-") && crate::printable::check_holder(&r.holder).is_ok() {
             droidmesh_runtime::trace_context::tag_call(&r.holder, "", None);
         }
         self.read("acquire_lease", &r.serial, async {

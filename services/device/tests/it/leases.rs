@@ -101,3 +101,96 @@ async fn actions_without_a_valid_lease_are_refused_naming_the_holder() {
     let again = acquire(&mut client, serial, "holder-two").await;
     assert_ne!(again.lease_id, lease.lease_id);
 }
+
+/// Whether `s` is safe to print in a terminal or a log: no control characters, no format
+/// characters (bidi overrides and isolates, zero-width characters, ...), no line separators.
+fn printable(s: &str) -> bool {
+    !s.chars().any(|c| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}'..='\u{200f}'
+            )
+            || matches!(c, '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_holders_are_bounded_printable_text() {
+    let Some(shared) = shared() else { return };
+    let serial = shared.serials[DEV_LEASES].clone();
+    let mut client = serve(config(shared)).await;
+    let ask = |serial: &str, holder: &str| AcquireLeaseRequest {
+        serial: serial.into(),
+        holder: holder.into(),
+        ttl_ms: 0,
+    };
+    let refused = [
+        ("x".repeat(1 << 20), "at most 256 bytes"),
+        ("é".repeat(128) + "a", "at most 256 bytes"),
+        ("task-1\u{1b}[2J\u{1b}]0;pwned\u{7}".into(), "U+001B"),
+        ("task-1\nINFO lease granted to admin".into(), "U+000A"),
+        ("task-1\u{202e}nimda".into(), "U+202E"),
+        ("task-\u{2066}1\u{2069}".into(), "U+2066"),
+        ("task\u{200b}-1".into(), "U+200B"),
+        ("\u{feff}task-1".into(), "U+FEFF"),
+        ("task-1\u{85}".into(), "U+0085"),
+        ("task-1\u{2028}".into(), "U+2028"),
+    ];
+    for (holder, rule) in &refused {
+        let err = match client.acquire_lease(ask(&serial, holder)).await {
+            Ok(l) => panic!(
+                "a holder of {} bytes with {rule} was accepted: {:?}",
+                holder.len(),
+                l.into_inner()
+                    .holder
+                    .escape_debug()
+                    .take(80)
+                    .collect::<String>()
+            ),
+            Err(e) => e,
+        };
+        let msg = err.message();
+        assert_eq!(err.code(), Code::InvalidArgument, "{msg}");
+        assert!(msg.starts_with("holder "), "{msg}");
+        assert!(msg.contains(rule), "{rule} not in {msg}");
+        assert!(printable(msg) && msg.len() < 512, "{msg:?}");
+    }
+    // Nothing was leased, and the device lists no holder.
+    let listed = devices(&mut client).await;
+    let d = listed.iter().find(|d| d.serial == serial).unwrap();
+    assert!(d.lease.is_none(), "{:?}", d.lease);
+
+    // What callers really send passes: the gateway's task ids, people, 256 bytes exactly.
+    let task = format!("task-{}", "0123456789abcdef".repeat(2));
+    for holder in [
+        task.as_str(),
+        "alice@example.com",
+        "Zoë Ünïcödé 用户",
+        &"é".repeat(128),
+        &"h".repeat(256),
+    ] {
+        let lease = acquire(&mut client, &serial, holder).await;
+        assert_eq!(lease.holder, holder);
+        let listed = devices(&mut client).await;
+        let d = listed.iter().find(|d| d.serial == serial).unwrap();
+        assert_eq!(d.lease.as_ref().unwrap().holder, holder);
+        // Another caller is refused naming this holder, as given.
+        let err = client
+            .acquire_lease(ask(&serial, "someone-else"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition);
+        assert!(
+            err.message().contains(&format!("leased by {holder} until")),
+            "{}",
+            err.message()
+        );
+        client
+            .release_lease(ReleaseLeaseRequest {
+                lease: lref(&lease),
+            })
+            .await
+            .unwrap();
+    }
+}
