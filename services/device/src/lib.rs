@@ -19,6 +19,7 @@ pub mod secret_fields;
 pub mod service;
 pub mod settle;
 pub mod state;
+pub mod status;
 pub mod ui_dump;
 
 pub use config::DeviceConfig;

@@ -24,6 +24,8 @@ use crate::labels;
 use crate::lease::{Clock, LeaseManager, SystemClock};
 use crate::registry::{Registry, Slot};
 use crate::state;
+pub use crate::status::to_status;
+use crate::status::{MAX_SERIAL_SHOWN, record, tool_span};
 
 /// The device service. Cheap to clone; all clones share devices and leases.
 #[derive(Debug, Clone)]
@@ -132,7 +134,8 @@ impl DeviceServiceImpl {
         Fut: Future<Output = Result<Outcome>>,
     {
         let serial = lease.map(|l| l.serial.clone()).unwrap_or_default();
-        let span = tool_span(tool, &serial);
+        let shown = crate::printable::printable(&serial, MAX_SERIAL_SHOWN);
+        let span = tool_span(tool, &shown);
         // The gateway leases a task's device under the task's id.
         let mut task = String::new();
         if let Some(holder) = self.inner.leases.info(&serial).map(|l| l.holder)
@@ -141,7 +144,7 @@ impl DeviceServiceImpl {
             span.record("droidmesh.task.id", holder.as_str());
             task = holder;
         }
-        droidmesh_runtime::trace_context::tag_call(&task, &serial, None);
+        droidmesh_runtime::trace_context::tag_call(&task, &shown, None);
         async {
             let started = Instant::now();
             let slot = self.leased(lease).await?;
@@ -199,7 +202,8 @@ impl DeviceServiceImpl {
     where
         Fut: Future<Output = Result<T>>,
     {
-        let span = tool_span(tool, serial);
+        let shown = crate::printable::printable(serial, MAX_SERIAL_SHOWN);
+        let span = tool_span(tool, &shown);
         let holder = self.inner.leases.info(serial).map(|l| l.holder);
         let task = holder
             .filter(|h| h.starts_with("task-"))
@@ -207,54 +211,12 @@ impl DeviceServiceImpl {
         if !task.is_empty() {
             span.record("droidmesh.task.id", task.as_str());
         }
-        droidmesh_runtime::trace_context::tag_call(&task, serial, None);
+        droidmesh_runtime::trace_context::tag_call(&task, &shown, None);
         fut.instrument(span.clone())
             .await
             .map(Response::new)
             .map_err(|e| record(&span, e))
     }
-}
-
-fn tool_span(tool: &'static str, serial: &str) -> tracing::Span {
-    tracing::info_span!(
-        "execute_tool",
-        otel.name = %format!("execute_tool {tool}"),
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = tool,
-        gen_ai.tool.type = "extension",
-        droidmesh.device.serial = %serial,
-        droidmesh.task.id = tracing::field::Empty,
-        droidmesh.settle.wait_ms = tracing::field::Empty,
-        droidmesh.settle.settled = tracing::field::Empty,
-        error.type = tracing::field::Empty,
-    )
-}
-
-fn record(span: &tracing::Span, e: DeviceError) -> Status {
-    let status = to_status(e);
-    span.record("error.type", format!("{:?}", status.code()));
-    tracing::debug!(parent: span, code = ?status.code(), message = status.message(), "device call failed");
-    status
-}
-
-/// The one place where device errors become gRPC statuses.
-pub fn to_status(e: DeviceError) -> Status {
-    use tonic::Code;
-    let code = match &e {
-        DeviceError::UnknownDevice { .. } => Code::NotFound,
-        DeviceError::LeaseHeld { .. } | DeviceError::NoLease { .. } | DeviceError::NoDevices => {
-            Code::FailedPrecondition
-        }
-        DeviceError::AllBusy { .. } => Code::ResourceExhausted,
-        DeviceError::InvalidArgument(_) | DeviceError::Config(_) => Code::InvalidArgument,
-        DeviceError::Unavailable { .. }
-        | DeviceError::Timeout { .. }
-        | DeviceError::UiDump { .. } => Code::Unavailable,
-        DeviceError::BadOutput { .. } | DeviceError::Adb { .. } | DeviceError::Image(_) => {
-            Code::Internal
-        }
-    };
-    Status::new(code, e.to_string())
 }
 
 fn target(index: Option<u32>, point: Option<droidmesh_proto::v1::Point>) -> Result<Target> {

@@ -116,7 +116,7 @@ fn printable(s: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn lease_holders_are_bounded_printable_text() {
+async fn lease_holders_are_bounded_printable_text_and_refusals_are_safe_to_print() {
     let Some(shared) = shared() else { return };
     let serial = shared.serials[DEV_LEASES].clone();
     let mut client = serve(config(shared)).await;
@@ -193,4 +193,22 @@ async fn lease_holders_are_bounded_printable_text() {
             .await
             .unwrap();
     }
+
+    // A refusal that echoes what the caller sent (an unknown serial) is printable and bounded.
+    let hostile = format!("emu\u{1b}]0;pwned\u{7}\u{202e}{}", "z".repeat(100_000));
+    let err = client
+        .acquire_lease(ask(&hostile, "task-x"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{}", err.message());
+    let msg = err.message();
+    assert!(
+        msg.starts_with("device emu\\u{1b}]0;pwned\\u{7}\\u{202e}zzz"),
+        "{msg:?}"
+    );
+    assert!(
+        printable(msg) && msg.len() <= 2048,
+        "{} bytes: {msg:?}",
+        msg.len()
+    );
 }
