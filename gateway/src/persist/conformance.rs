@@ -15,6 +15,8 @@ pub(crate) trait Backend: Send + Sync {
     async fn set_schema_version(&self, version: u32);
     /// Bytes the store has written to its log so far (SQLite's WAL, PostgreSQL's WAL).
     async fn log_bytes(&self) -> u64;
+    /// Runs `sql` on the store's data behind the store's back (as a user's own tool would).
+    async fn execute(&self, sql: &str);
 }
 
 pub(crate) fn task(id: &str, state: TaskState) -> Task {
@@ -257,6 +259,34 @@ pub(crate) async fn a_store_of_a_newer_schema_is_refused(b: &dyn Backend) {
             "written by a newer droidmesh (schema version {}",
             SCHEMA_VERSION + 1
         )),
+        "{e}"
+    );
+}
+
+/// A store that lacks a table or a column this build's schema has (dropped by hand, or put
+/// back from a partial copy) is refused at start, naming each one missing, rather than taken
+/// and left to fail every write while watchers wait.
+pub(crate) async fn a_store_missing_a_table_or_column_is_refused_naming_it(b: &dyn Backend) {
+    let store = b.open().await.unwrap();
+    store
+        .create(&task("kept", TaskState::Succeeded), "me")
+        .await
+        .unwrap();
+    drop(store);
+    let refused = async || match b.open().await {
+        Ok(_) => panic!("a store missing part of its schema was opened"),
+        Err(e) => e.to_string(),
+    };
+    b.execute("ALTER TABLE tasks DROP COLUMN tokens").await;
+    let e = refused().await;
+    assert!(e.contains("column tasks.tokens is missing"), "{e}");
+    assert!(e.contains("damaged"), "{e}");
+    b.execute("DROP TABLE events").await;
+    let e = refused().await;
+    assert!(e.contains("table events is missing"), "{e}");
+    assert!(e.contains("column tasks.tokens is missing"), "{e}");
+    assert!(
+        e.contains(&format!("schema version {SCHEMA_VERSION}")),
         "{e}"
     );
 }

@@ -8,7 +8,9 @@ pub mod pg_pool;
 pub mod pg_testkit;
 pub mod pg_tls;
 pub mod postgres;
+mod schema;
 pub mod sqlite;
+mod sqlite_fault;
 
 #[cfg(test)]
 mod conformance;
@@ -57,14 +59,29 @@ pub struct Orphan {
     pub lost_replica: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
+/// Whether waiting may mend a store's failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// It may pass by itself: the store locked for a moment, its server restarting or out of
+    /// reach, no answer in time.
+    Passing,
+    /// It lasts until someone acts: the store is damaged (a page, a table, a column) or
+    /// cannot be written (permissions, a full disk, an input/output error).
+    Lasting,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The store cannot be opened or used at all; the message names it and says why.
     #[error("{0}")]
     Unusable(String),
-    /// One operation failed (the store may work again later).
+    /// One operation failed; the message says what failed, `fault` whether it may pass.
     #[error("task store ({store}): {message}")]
-    Failed { store: String, message: String },
+    Failed {
+        store: String,
+        message: String,
+        fault: Fault,
+    },
     /// The task was not recorded: its tenant is over a limit counted across every process
     /// sharing the store.
     #[error("{}", .0.message)]
@@ -76,6 +93,28 @@ pub enum StoreError {
         what: &'static str,
         message: String,
     },
+}
+
+impl StoreError {
+    /// Whether waiting may mend it; `None` when the store did not fail (a tenant over a
+    /// limit).
+    pub fn fault(&self) -> Option<Fault> {
+        match self {
+            StoreError::Failed { fault, .. } => Some(*fault),
+            StoreError::Unusable(_) | StoreError::Corrupt { .. } => Some(Fault::Lasting),
+            StoreError::OverLimit(_) => None,
+        }
+    }
+}
+
+/// The writer's failure to give the store what changed, while it lasts: watchers of a task
+/// whose events wait for the store end with it (at once when it lasts until someone acts,
+/// after [`crate::watch`]'s outage bound when it may pass) rather than wait in silence.
+#[derive(Debug, Clone)]
+pub struct WriteFailure {
+    pub error: StoreError,
+    /// The first failure of this run of failures.
+    pub since: tokio::time::Instant,
 }
 
 /// Tasks kept beyond a process: records, full event logs, leases held, retention.

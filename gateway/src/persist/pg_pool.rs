@@ -71,6 +71,34 @@ pub fn pg_error(e: &tokio_postgres::Error) -> String {
     text
 }
 
+/// Whether waiting may mend `e`: a connection lost or refused, a server starting or shutting
+/// down, a statement cancelled, a conflict that rolled a transaction back, too many
+/// connections may pass; a table or column missing, a permission refused, a read-only or
+/// full database, data found corrupted last until someone acts.
+pub fn pg_fault(e: &tokio_postgres::Error) -> super::Fault {
+    let Some(db) = e.as_db_error() else {
+        return super::Fault::Passing;
+    };
+    let code = db.code().code();
+    // Classes 08 connection, 40 rollback, 55 lock not available, 57 operator intervention;
+    // 53 insufficient resources but a full disk (53100).
+    match code.get(..2) {
+        Some("08" | "40" | "55" | "57") => super::Fault::Passing,
+        Some("53") if code != "53100" => super::Fault::Passing,
+        _ => super::Fault::Lasting,
+    }
+}
+
+impl PoolError {
+    /// Whether waiting may mend it (see [`pg_fault`]).
+    pub fn fault(&self) -> super::Fault {
+        match self {
+            PoolError::Connect(e) => pg_fault(e),
+            PoolError::Busy | PoolError::ConnectTimeout => super::Fault::Passing,
+        }
+    }
+}
+
 /// One open connection and the statements prepared on it.
 pub struct Conn {
     pub client: Client,

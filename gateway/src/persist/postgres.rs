@@ -5,18 +5,19 @@
 //! LOCKED`, so exactly one does) ends it. A record is written only by its owner, so a replica
 //! declared stopped cannot overwrite what another wrote since. The schema version is the row of
 //! `droidmesh_schema`; migrations run in one transaction under an advisory lock, so replicas
-//! starting together migrate once; a database written by a newer droidmesh is refused.
+//! starting together migrate once; a database written by a newer droidmesh is refused, and so
+//! is one that lacks a table or a column of the current schema.
 use std::collections::HashMap;
 use std::time::Duration;
 
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState};
 use prost::Message as _;
 
-use super::pg_pool::{Conn, Pool, pg_error, redact_url};
+use super::pg_pool::{Conn, Pool, pg_error, pg_fault, redact_url};
 use super::pg_tls::MakeRustls;
 use super::{
-    Orphan, OverLimit, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, TenantLimits,
-    decode_event, decode_task, encode_apart, tokens_of,
+    Fault, Orphan, OverLimit, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite,
+    TenantLimits, decode_event, decode_task, encode_apart, schema, tokens_of,
 };
 
 /// Schema changes, in order: entry `n` brings a database from version `n` to `n + 1`.
@@ -130,6 +131,9 @@ const TENANT_USE: &str = "SELECT
         count(*), min(created_at_ms)
     FROM tasks WHERE tenant = $1 AND created_at_ms > $3";
 const COUNT: &str = "SELECT count(*) FROM tasks";
+/// Every (table, column) of the schema the store's statements use.
+const COLUMNS: &str = "SELECT table_name::text, column_name::text FROM information_schema.columns
+    WHERE table_schema = current_schema()";
 const TOKENS: &str = "SELECT LEAST(COALESCE(SUM(tokens), 0), 9223372036854775807)::int8 FROM tasks
     WHERE tenant = $1 AND created_at_ms >= $2";
 
@@ -144,9 +148,13 @@ macro_rules! with_conn {
             let mut tries = 0;
             loop {
                 tries += 1;
-                let mut lent = store.pool.get().await.map_err(|e| store.failed(e))?;
+                let mut lent = store
+                    .pool
+                    .get()
+                    .await
+                    .map_err(|e| store.failed(&e, e.fault()))?;
                 let Some(mut conn) = lent.take() else {
-                    return Err(store.failed("the pool lent no connection"));
+                    return Err(store.failed("the pool lent no connection", Fault::Passing));
                 };
                 let result: Result<_, tokio_postgres::Error> = async {
                     let $c: &mut Conn = &mut conn;
@@ -159,13 +167,15 @@ macro_rules! with_conn {
                         return Ok(v);
                     }
                     Err(e) if e.is_closed() && tries < 2 => continue,
-                    Err(e) => return Err(store.failed(pg_error(&e))),
+                    Err(e) => return Err(store.failed(pg_error(&e), pg_fault(&e))),
                 }
             }
         };
         tokio::time::timeout(DEADLINE, work)
             .await
-            .unwrap_or_else(|_| Err(store.failed(format!("no answer within {DEADLINE:?}"))))
+            .unwrap_or_else(|_| {
+                Err(store.failed(format!("no answer within {DEADLINE:?}"), Fault::Passing))
+            })
     }};
 }
 
@@ -261,6 +271,19 @@ impl PostgresStore {
                 tx.execute("INSERT INTO droidmesh_schema (version) VALUES ($1)", &[&v])
                     .await?;
             }
+            let found: Vec<(String, String)> = tx
+                .query(COLUMNS, &[])
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let missing = schema::missing(schema::POSTGRES, &found);
+            if !missing.is_empty() {
+                return Ok(Err(schema::damaged(
+                    &missing,
+                    "restore the database from a backup, or point gateway.store at an empty one",
+                )));
+            }
             tx.execute(HEARTBEAT, &[&owner]).await?;
             tx.commit().await.map(Ok)
         };
@@ -308,10 +331,11 @@ impl PostgresStore {
         })
     }
 
-    fn failed(&self, message: impl ToString) -> StoreError {
+    fn failed(&self, message: impl ToString, fault: Fault) -> StoreError {
         StoreError::Failed {
             store: self.shown.clone(),
             message: message.to_string(),
+            fault,
         }
     }
 

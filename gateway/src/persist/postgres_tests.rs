@@ -57,6 +57,10 @@ impl Backend for Pg {
             .unwrap();
         u64::try_from(row.get::<_, i64>(0)).unwrap()
     }
+
+    async fn execute(&self, sql: &str) {
+        self.sql(sql).await;
+    }
 }
 
 macro_rules! conformance {
@@ -79,6 +83,7 @@ conformance!(
     a_store_of_a_newer_schema_is_refused,
     tokens_are_summed_per_tenant_from_a_time_on,
     a_running_tasks_request_is_written_once,
+    a_store_missing_a_table_or_column_is_refused_naming_it,
 );
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -703,4 +708,32 @@ async fn replicas_racing_for_a_tenants_last_places_admit_no_more_than_its_limit(
         }
     }
     assert_eq!(stores[0].count().await.unwrap(), 15);
+}
+
+/// The tables and columns a database is checked for at start are exactly those its
+/// migrations make (a column added by a later migration is checked for too).
+#[tokio::test]
+async fn a_new_database_has_exactly_the_columns_its_start_checks_for() {
+    let Some(pg) = Pg::start("a_new_database_has_exactly_the_columns_its_start_checks_for") else {
+        return;
+    };
+    drop(pg.store("me", MINUTE).await);
+    let (client, conn) = tokio_postgres::connect(&pg.0.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut found: Vec<(String, String)> = client
+        .query(COLUMNS, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    found.sort();
+    let mut expected: Vec<(String, String)> = crate::persist::schema::POSTGRES
+        .iter()
+        .flat_map(|(t, cs)| cs.iter().map(move |c| ((*t).to_owned(), (*c).to_owned())))
+        .collect();
+    expected.sort();
+    assert_eq!(found, expected);
 }

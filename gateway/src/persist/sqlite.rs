@@ -1,7 +1,9 @@
 //! The embedded task store: one SQLite file (WAL, `synchronous = NORMAL`: a commit survives the
 //! process being killed, not the machine losing power), held by one gateway process at a time
 //! (`locking_mode = EXCLUSIVE`). Its schema version is SQLite's `user_version`; a file written
-//! by a newer droidmesh is refused rather than read wrongly.
+//! by a newer droidmesh is refused rather than read wrongly; so is a damaged one (`PRAGMA
+//! quick_check`, the schema's tables and columns), and one that cannot be written is refused
+//! saying what failed (`sqlite_fault`).
 use std::path::{Path, PathBuf};
 
 use tokio::sync::{mpsc, oneshot};
@@ -11,51 +13,9 @@ use prost::Message as _;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{
-    Orphan, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite, decode_event, decode_task,
-    encode_apart, tokens_of,
+    Orphan, Retention, StoreError, TaskStore, TaskWrite, decode_event, decode_task, encode_apart,
+    sqlite_fault, tokens_of,
 };
-
-/// Schema changes, in order: entry `n` brings a store from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[
-    // 0 → 1
-    "CREATE TABLE tasks (
-        ord INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        state INTEGER NOT NULL,
-        owner TEXT NOT NULL,
-        created_at_ms INTEGER NOT NULL,
-        ended_at_ms INTEGER,
-        lease_serial TEXT,
-        lease_id TEXT,
-        record BLOB NOT NULL
-    );
-    CREATE INDEX tasks_by_end ON tasks (ended_at_ms) WHERE ended_at_ms IS NOT NULL;
-    CREATE TABLE events (
-        task_ord INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        event BLOB NOT NULL,
-        PRIMARY KEY (task_ord, seq)
-    ) WITHOUT ROWID;",
-    // 1 → 2: the tenant that created each task (tasks from before keys: the open tenant),
-    // indexed for ListTasks' pages of one tenant.
-    "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
-    CREATE INDEX tasks_by_tenant ON tasks (tenant, ord);",
-    // 2 → 3: the model tokens each task used, summed per tenant and day for its token limit
-    // (tasks stored before: 0).
-    "ALTER TABLE tasks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX tasks_by_tenant_created ON tasks (tenant, created_at_ms);",
-    // 3 → 4: nothing here (the shared store indexes its unfinished tasks by tenant, to count
-    // them across replicas; one process owns an embedded store and counts its own).
-    "",
-    // 4 → 5: a running task's request, kept apart from its record, which is rewritten as the
-    // task runs (in a table of its own: SQLite rewrites a whole row, overflow pages and all,
-    // when one of its columns changes size); an ended task's record holds its request again.
-    // Records of schema 4 hold their requests and are read as they are.
-    "CREATE TABLE requests (
-        task_ord INTEGER PRIMARY KEY,
-        request BLOB NOT NULL
-    );",
-];
 
 /// Most ended tasks forgotten in one transaction (a prune that has more to do goes on at its
 /// next turn).
@@ -106,85 +66,20 @@ impl Drop for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating it and its directory if need be) the store at `path`, brings its schema
-    /// up to date and takes it for this process.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let shown = path.display().to_string();
-        let unusable = |why: String| StoreError::Unusable(format!("task store {shown}: {why}"));
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| unusable(format!("cannot create its directory: {e}")))?;
-        }
-        let conn = Connection::open(path).map_err(|e| unusable(format!("cannot open it: {e}")))?;
-        let damaged = |e: rusqlite::Error| {
-            if is_busy(&e) {
-                unusable(
-                    "it is in use by another gateway process (an embedded store belongs to one \
-                     process; give each gateway its own gateway.data_dir, or share a PostgreSQL \
-                     store)"
-                        .into(),
-                )
-            } else {
-                unusable(format!(
-                    "it is not a SQLite database or it is damaged ({e}); move it away to start \
-                     with an empty store, or put back a copy"
-                ))
-            }
-        };
-        // Another process holding the file is told at once, not after SQLite's 5 s default.
-        conn.busy_timeout(std::time::Duration::from_millis(200))
-            .map_err(damaged)?;
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
-            .map_err(damaged)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(damaged)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(unusable(format!(
-                "cannot switch it to write-ahead logging (journal mode stays {mode})"
-            )));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(damaged)?;
-        let version: u32 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(damaged)?;
-        if version > SCHEMA_VERSION {
-            return Err(unusable(format!(
-                "it was written by a newer droidmesh (schema version {version}; this build \
-                 knows up to {SCHEMA_VERSION}); run that version, or point gateway.store \
-                 elsewhere"
-            )));
-        }
-        let tx = conn.unchecked_transaction().map_err(damaged)?;
-        for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(sql)
-                .map_err(|e| unusable(format!("migration {from} → {} failed: {e}", from + 1)))?;
-        }
-        // Written even when nothing changed, so the exclusive lock is taken now, not at the
-        // first task.
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(damaged)?;
-        tx.commit().map_err(damaged)?;
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)
-            .map_err(damaged)?;
-        let (jobs, queue) = mpsc::channel(MAX_QUEUED);
-        let name = format!("sqlite {shown}");
-        let thread = std::thread::Builder::new()
-            .name("droidmesh-sqlite".into())
-            .spawn(move || serve(conn, queue, &name))
-            .map_err(|e| unusable(format!("cannot start its thread: {e}")))?;
-        Ok(Self {
-            path: path.to_owned(),
-            jobs: Some(jobs),
-            thread: Some(thread),
-        })
+    /// Runs `sql` on the store's own connection (tests make it full, or damage it, under a
+    /// running gateway).
+    #[cfg(test)]
+    pub(crate) async fn execute(&self, sql: &str) -> Result<(), StoreError> {
+        let (sql, path) = (sql.to_owned(), self.path.clone());
+        self.run(move |c| c.execute_batch(&sql).map_err(failed_at(&path)))
+            .await
     }
 
     fn gone(&self) -> StoreError {
         StoreError::Failed {
             store: self.describe(),
             message: "the store's thread has stopped".into(),
+            fault: super::Fault::Lasting,
         }
     }
 
@@ -226,13 +121,14 @@ impl SqliteStore {
             .map_err(|_| StoreError::Failed {
                 store: self.describe(),
                 message: "a write's answer had the wrong type".into(),
+                fault: super::Fault::Lasting,
             })
     }
 }
 
 /// The connection's thread: takes the jobs queued, runs the immediate ones as they come and
 /// the writes together in one transaction, until the store is dropped.
-fn serve(mut conn: Connection, mut queue: mpsc::Receiver<Job>, name: &str) {
+fn serve(mut conn: Connection, mut queue: mpsc::Receiver<Job>, path: &Path) {
     while let Some(first) = queue.blocking_recv() {
         let mut group = Vec::new();
         let mut next = Some(first);
@@ -246,16 +142,16 @@ fn serve(mut conn: Connection, mut queue: mpsc::Receiver<Job>, name: &str) {
             }
         }
         if !group.is_empty() {
-            commit_group(&mut conn, name, group);
+            commit_group(&mut conn, path, group);
         }
     }
 }
 
 /// Commits the writes of `group` together; if one of them fails, each is run again in a
 /// transaction of its own, so that one write's failure is not the others'.
-fn commit_group(conn: &mut Connection, name: &str, group: Vec<Grouped>) {
+fn commit_group(conn: &mut Connection, path: &Path, group: Vec<Grouped>) {
     if group.len() > 1 {
-        match in_transaction(conn, name, |c| {
+        match in_transaction(conn, path, |c| {
             group
                 .iter()
                 .map(|g| (g.run)(c))
@@ -273,7 +169,7 @@ fn commit_group(conn: &mut Connection, name: &str, group: Vec<Grouped>) {
         }
     }
     for g in group {
-        let answer = in_transaction(conn, name, |c| (g.run)(c));
+        let answer = in_transaction(conn, path, |c| (g.run)(c));
         let _ = g.reply.send(answer);
     }
 }
@@ -281,10 +177,10 @@ fn commit_group(conn: &mut Connection, name: &str, group: Vec<Grouped>) {
 /// Runs `f` between BEGIN and COMMIT (statements prepared once), rolled back if it fails.
 fn in_transaction<T>(
     conn: &mut Connection,
-    name: &str,
+    path: &Path,
     f: impl FnOnce(&Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let err = failed(name);
+    let err = failed_at(path);
     let exec = |c: &Connection, sql: &str| {
         c.prepare_cached(sql)
             .and_then(|mut s| s.execute([]).map(drop))
@@ -297,17 +193,15 @@ fn in_transaction<T>(
     done
 }
 
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-fn failed(store: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError::Failed {
-        store: store.to_owned(),
-        message: e.to_string(),
+/// The error of an operation on the store at `path`, worded by what failed.
+fn failed_at(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| {
+        let t = sqlite_fault::trouble(&e, path);
+        StoreError::Failed {
+            store: format!("sqlite {}", path.display()),
+            message: t.words,
+            fault: t.fault,
+        }
     }
 }
 
@@ -327,7 +221,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
-        let name = self.describe();
+        let path = self.path.clone();
         let (id, tenant, state, created) = (
             task.id.clone(),
             task.tenant.clone(),
@@ -339,7 +233,7 @@ impl TaskStore for SqliteStore {
         self.commit(move |c| {
             // `ord` is the rowid: read back without a RETURNING clause (which SQLite runs
             // through a temporary table).
-            let err = failed(&name);
+            let err = failed_at(&path);
             c.prepare_cached(
                 "INSERT INTO tasks (id, state, owner, created_at_ms, record, tenant)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -358,9 +252,9 @@ impl TaskStore for SqliteStore {
     }
 
     async fn write(&self, _owner: &str, batch: Vec<TaskWrite>) -> Result<Vec<String>, StoreError> {
-        let name = self.describe();
+        let path = self.path.clone();
         self.commit(move |tx| {
-            let err = failed(&name);
+            let err = failed_at(&path);
             {
                 let mut record = tx
                     .prepare_cached(
@@ -449,7 +343,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn task(&self, id: &str) -> Result<Option<(u64, Task)>, StoreError> {
-        let name = self.describe();
+        let (name, path) = (self.describe(), self.path.clone());
         let id = id.to_owned();
         self.run(move |c| {
             let row: Option<(i64, Vec<u8>, Option<Vec<u8>>)> = c
@@ -461,7 +355,7 @@ impl TaskStore for SqliteStore {
                     s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                         .optional()
                 })
-                .map_err(failed(&name))?;
+                .map_err(failed_at(&path))?;
             row.map(|(ord, rec, req)| Ok((uint(ord), decode_task(&name, &rec, req.as_deref())?)))
                 .transpose()
         })
@@ -469,11 +363,11 @@ impl TaskStore for SqliteStore {
     }
 
     async fn events(&self, id: &str, from: u64, max: usize) -> Result<Vec<TaskEvent>, StoreError> {
-        let name = self.describe();
+        let (name, path) = (self.describe(), self.path.clone());
         let id = id.to_owned();
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         self.run(move |c| {
-            let err = failed(&name);
+            let err = failed_at(&path);
             let mut s = c
                 .prepare_cached(
                     "SELECT event FROM events
@@ -500,7 +394,7 @@ impl TaskStore for SqliteStore {
         before: u64,
         size: usize,
     ) -> Result<Vec<(u64, Task)>, StoreError> {
-        let name = self.describe();
+        let (name, path) = (self.describe(), self.path.clone());
         // States are enum numbers checked by the caller; listing them inline keeps one query.
         let filter = if states.is_empty() {
             String::new()
@@ -511,7 +405,7 @@ impl TaskStore for SqliteStore {
         let size = i64::try_from(size).unwrap_or(i64::MAX);
         let tenant = tenant.to_owned();
         self.run(move |c| {
-            let err = failed(&name);
+            let err = failed_at(&path);
             let mut s = c
                 .prepare(&format!(
                     "SELECT ord, record, request FROM tasks LEFT JOIN requests ON task_ord = ord
@@ -538,11 +432,11 @@ impl TaskStore for SqliteStore {
     }
 
     async fn prune(&self, keep: Retention, now_ms: i64) -> Result<u64, StoreError> {
-        let name = self.describe();
+        let path = self.path.clone();
         let cutoff = now_ms.saturating_sub(i64::try_from(keep.keep_for_ms).unwrap_or(i64::MAX));
         let keep = i64::try_from(keep.keep).unwrap_or(i64::MAX);
         self.run(move |c| {
-            let err = failed(&name);
+            let err = failed_at(&path);
             let tx = c.transaction().map_err(&err)?;
             let doomed: Vec<i64> = {
                 let mut s = tx
@@ -574,9 +468,9 @@ impl TaskStore for SqliteStore {
     }
 
     async fn orphans(&self, _owner: &str) -> Result<Vec<Orphan>, StoreError> {
-        let name = self.describe();
+        let (name, path) = (self.describe(), self.path.clone());
         self.run(move |c| {
-            let err = failed(&name);
+            let err = failed_at(&path);
             let mut s = c
                 .prepare(
                     "SELECT record, lease_serial, lease_id, request FROM tasks
@@ -610,17 +504,17 @@ impl TaskStore for SqliteStore {
     }
 
     async fn count(&self) -> Result<u64, StoreError> {
-        let name = self.describe();
+        let path = self.path.clone();
         self.run(move |c| {
             c.query_row("SELECT count(*) FROM tasks", [], |r| r.get::<_, i64>(0))
                 .map(uint)
-                .map_err(failed(&name))
+                .map_err(failed_at(&path))
         })
         .await
     }
 
     async fn tokens_since(&self, tenant: &str, since_ms: i64) -> Result<u64, StoreError> {
-        let name = self.describe();
+        let path = self.path.clone();
         let tenant = tenant.to_owned();
         self.run(move |c| {
             // TOTAL rather than SUM: a float that cannot overflow.
@@ -630,12 +524,19 @@ impl TaskStore for SqliteStore {
             .and_then(|mut s| s.query_row(params![tenant, since_ms], |r| r.get::<_, f64>(0)))
             // `as` saturates a float into the integer range.
             .map(|total| total as u64)
-            .map_err(failed(&name))
+            .map_err(failed_at(&path))
         })
         .await
     }
 }
 
+#[path = "sqlite_open.rs"]
+mod open;
+
 #[cfg(test)]
 #[path = "sqlite_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "sqlite_damage_tests.rs"]
+mod damage_tests;

@@ -30,6 +30,13 @@ impl Backend for Sqlite {
         let wal = self.0.path().join("tasks.sqlite-wal");
         std::fs::metadata(wal).map_or(0, |m| m.len())
     }
+
+    async fn execute(&self, sql: &str) {
+        Connection::open(self.path())
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+    }
 }
 
 fn refusal(path: &Path) -> String {
@@ -80,6 +87,11 @@ async fn a_running_tasks_request_is_written_once() {
 }
 
 #[tokio::test]
+async fn a_store_missing_a_table_or_column_is_refused_naming_it() {
+    conformance::a_store_missing_a_table_or_column_is_refused_naming_it(&Sqlite::new()).await;
+}
+
+#[tokio::test]
 async fn a_store_of_a_newer_schema_is_refused() {
     conformance::a_store_of_a_newer_schema_is_refused(&Sqlite::new()).await;
 }
@@ -101,7 +113,8 @@ fn a_store_belongs_to_one_process_at_a_time() {
     let path = dir.path().join("tasks.sqlite");
     let first = SqliteStore::open(&path).unwrap();
     let e = refusal(&path);
-    assert!(e.contains("in use by another gateway process"), "{e}");
+    assert!(e.contains("locked by another process"), "{e}");
+    assert!(e.contains("another gateway on the same file"), "{e}");
     drop(first);
     assert!(SqliteStore::open(&path).is_ok());
 }
@@ -112,7 +125,7 @@ async fn a_store_of_schema_1_keeps_its_tasks_for_the_open_tenant() {
     let s = Sqlite::new();
     {
         let c = Connection::open(s.path()).unwrap();
-        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.execute_batch(open::MIGRATIONS[0]).unwrap();
         c.pragma_update(None, "user_version", 1).unwrap();
         // Its record holds the request, as every record did before schema 5.
         let t = droidmesh_proto::v1::Task {
@@ -201,4 +214,22 @@ async fn writes_queued_together_commit_together_and_one_that_fails_fails_alone()
         );
     }
     assert_eq!(store.count().await.unwrap(), 3);
+}
+
+/// The tables and columns a store is checked for at start are exactly those its migrations
+/// make (a column added by a later migration is checked for too).
+#[tokio::test]
+async fn a_new_store_has_exactly_the_columns_its_start_checks_for() {
+    let s = Sqlite::new();
+    drop(s.open().await.unwrap());
+    let c = Connection::open(s.path()).unwrap();
+    let mut found = super::sqlite_fault::columns(&c).unwrap();
+    found.retain(|(t, _)| !t.starts_with("sqlite_"));
+    found.sort();
+    let mut expected: Vec<(String, String)> = crate::persist::schema::SQLITE
+        .iter()
+        .flat_map(|(t, cs)| cs.iter().map(move |c| ((*t).to_owned(), (*c).to_owned())))
+        .collect();
+    expected.sort();
+    assert_eq!(found, expected);
 }
