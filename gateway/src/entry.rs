@@ -11,7 +11,7 @@ use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState, TaskSummary, tas
 use prost::Message;
 use tokio::sync::{Notify, mpsc, watch};
 
-use crate::persist::{StoredEvent, TaskWrite};
+use crate::persist::{StoredEvent, TaskWrite, WriteFailure};
 
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -96,6 +96,9 @@ pub struct Dirty {
     /// (a client waiting for its task's end is not kept waiting for other tasks' steps).
     urgent: AtomicBool,
     pub hurry: Notify,
+    /// The writer's failure while its writes fail (`None` once one succeeds); told again at
+    /// each failed write, so that watchers whose events wait look again.
+    pub failing: watch::Sender<Option<WriteFailure>>,
 }
 
 impl Dirty {
@@ -203,6 +206,18 @@ impl TaskEntry {
     /// The latest event watchers may see.
     pub fn visible_seq(&self) -> u64 {
         *self.last_seq.borrow()
+    }
+
+    /// Whether events were pushed that watchers may not see yet (the task store has not
+    /// taken them).
+    pub fn unshown(&self) -> bool {
+        let visible = self.visible_seq();
+        self.lock().task.last_seq > visible
+    }
+
+    /// The task store writer's failures, when a task store keeps the task.
+    pub fn store_failures(&self) -> Option<watch::Receiver<Option<WriteFailure>>> {
+        self.dirty.as_ref().map(|d| d.failing.subscribe())
     }
 
     /// Marks a change for the task store's writer, if there is one.

@@ -392,7 +392,7 @@ impl Gateway for GatewayService {
             match self.find(&caller, &r.task_id).await? {
                 Found::Live(entry) => watch(entry, r.from_seq, false)?,
                 Found::Stored(task) => match self.store.backend() {
-                    Some((backend, _)) => watch_stored(backend.clone(), *task, r.from_seq)?,
+                    Some((backend, _)) => watch_stored(backend.clone(), *task, r.from_seq).await?,
                     None => return Err(GatewayError::TaskNotFound { id: r.task_id }.into()),
                 },
             },

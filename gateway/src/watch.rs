@@ -1,5 +1,9 @@
 //! Streams a task's events to a client: the log from a sequence number, then live events,
-//! ending after the completed event.
+//! ending after the completed event. A watcher never waits in silence on a task store that
+//! fails: when the events it waits for cannot be stored (or read), its stream ends with
+//! UNAVAILABLE naming the store and what failed, at once when the failure lasts until someone
+//! acts (a damaged, read-only or full store), after [`STORE_OUTAGE`] when it may pass by
+//! itself (a database restarting).
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -10,7 +14,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
 use crate::error::GatewayError;
-use crate::persist::TaskStore;
+use crate::persist::{Fault, StoreError, TaskStore, WriteFailure};
 use crate::store::{TaskEntry, is_final};
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<TaskEvent, Status>> + Send>>;
@@ -21,8 +25,8 @@ const WATCH_BUFFER: usize = 64;
 const STORE_READ: usize = 256;
 /// How often a watcher of a task run by another process asks the store for new events.
 const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
-/// How long such a watcher keeps asking a store that fails (a database restarting) before
-/// its stream ends with the error.
+/// How long a watcher waits for a store whose failure may pass by itself (a database
+/// restarting) before its stream ends with the error.
 const STORE_OUTAGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Refuses a `from` past one after the last event.
@@ -38,8 +42,10 @@ fn check_from(id: &str, from: u64, last_seq: u64) -> Result<(), GatewayError> {
 
 /// Streams the events of a task read from the task store (not run by this process) from
 /// `from`: for an ended task its log, for one run elsewhere its log and then new events as
-/// they are stored, until the completed event.
-pub fn watch_stored(
+/// they are stored, until the completed event. The first read is made before the stream is
+/// returned, so that a store that cannot answer refuses the call (HTTP 503) rather than
+/// starting a stream.
+pub async fn watch_stored(
     backend: Arc<dyn TaskStore>,
     task: Task,
     from: u64,
@@ -50,21 +56,31 @@ pub fn watch_stored(
     if ended && from > task.last_seq {
         return Ok(Box::pin(tokio_stream::empty()));
     }
+    let mut first = match backend.events(&task.id, from, STORE_READ).await {
+        Ok(events) => Some(events),
+        Err(e) if e.fault() == Some(Fault::Passing) => None,
+        Err(e) => return Err(e.into()),
+    };
     let (tx, rx) = mpsc::channel::<Result<TaskEvent, Status>>(WATCH_BUFFER);
     tokio::spawn(async move {
         let mut next = from;
         let mut failing_since = None;
         loop {
-            let events = match backend.events(&task.id, next, STORE_READ).await {
+            let read = match first.take() {
+                Some(events) => Ok(events),
+                None => backend.events(&task.id, next, STORE_READ).await,
+            };
+            let events = match read {
                 Ok(events) => {
                     failing_since = None;
                     events
                 }
-                Err(e @ crate::persist::StoreError::Failed { .. })
-                    if failing_since
-                        .get_or_insert_with(std::time::Instant::now)
-                        .elapsed()
-                        < STORE_OUTAGE =>
+                Err(e)
+                    if e.fault() == Some(Fault::Passing)
+                        && failing_since
+                            .get_or_insert_with(std::time::Instant::now)
+                            .elapsed()
+                            < STORE_OUTAGE =>
                 {
                     tracing::debug!(task = %task.id, error = %e, "a watcher waits for the task store");
                     Vec::new()
@@ -96,9 +112,70 @@ pub fn watch_stored(
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
 
+/// What a watcher of `entry` does about the task store's failure to write, `failing`: nothing
+/// while none of the task's events wait for the store; else it gives up with the error (at
+/// once when the failure lasts until someone acts), or waits until the time returned.
+fn store_verdict(
+    entry: &TaskEntry,
+    failing: Option<&WriteFailure>,
+) -> Result<Option<tokio::time::Instant>, StoreError> {
+    let Some(f) = failing.filter(|_| entry.unshown()) else {
+        return Ok(None);
+    };
+    let until = f.since + STORE_OUTAGE;
+    if f.error.fault() == Some(Fault::Passing) && tokio::time::Instant::now() < until {
+        return Ok(Some(until));
+    }
+    Err(f.error.clone())
+}
+
+/// The error a watcher of `entry` ends with when the store cannot take its events from
+/// `next` on, `e`. With `cancel_on_drop` (RunTask) the task ends with the call.
+fn gave_up(entry: &TaskEntry, e: StoreError, next: u64, cancel_on_drop: bool) -> GatewayError {
+    let ended = is_final(entry.state());
+    let then = if cancel_on_drop && !ended {
+        entry.cancel(format!("the task store cannot keep the task's events: {e}"));
+        "the task is cancelled, as a RunTask's task ends with its call".to_owned()
+    } else {
+        let now = if ended { "has ended" } else { "runs on" };
+        format!(
+            "the task {now}: watch it again with from_seq {next} once the store takes its events"
+        )
+    };
+    let id = &entry.id;
+    GatewayError::Store(match e {
+        StoreError::Failed {
+            store,
+            message,
+            fault,
+        } => StoreError::Failed {
+            store,
+            message: format!(
+                "{message}; task {id}'s events from seq {next} cannot be stored, so they are \
+                 not shown; {then}"
+            ),
+            fault,
+        },
+        other => other,
+    })
+}
+
+/// The next failure the writer tells, when there is a writer (else never).
+async fn failed_again(failures: &mut Option<tokio::sync::watch::Receiver<Option<WriteFailure>>>) {
+    match failures {
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
 /// Streams `entry`'s events from `from` (0 reads as 1). `from` may be at most one past the
 /// last event; for an ended task that is an empty stream. When the client goes away and
-/// `cancel_on_drop` is set, the task is cancelled.
+/// `cancel_on_drop` is set, the task is cancelled; so it is when the stream ends because the
+/// task store cannot keep the task's events (refused at once when that is known already).
 pub fn watch(
     entry: Arc<TaskEntry>,
     from: u64,
@@ -109,6 +186,13 @@ pub fn watch(
     check_from(&entry.id, from, end.last_seq)?;
     if end.ended && from > end.last_seq {
         return Ok(Box::pin(tokio_stream::empty()));
+    }
+    let mut failures = entry.store_failures();
+    if let Some(rx) = &failures
+        && let Err(e) = store_verdict(&entry, rx.borrow().as_ref())
+    {
+        // Refused now (HTTP 503), rather than a stream that shows nothing.
+        return Err(gave_up(&entry, e, from, cancel_on_drop));
     }
     let (tx, rx) = mpsc::channel::<Result<TaskEvent, Status>>(WATCH_BUFFER);
     tokio::spawn(async move {
@@ -133,11 +217,34 @@ pub fn watch(
             if *seq_rx.borrow_and_update() >= next {
                 continue;
             }
+            let verdict = match failures.as_mut() {
+                Some(rx) => store_verdict(&entry, rx.borrow_and_update().as_ref()),
+                None => Ok(None),
+            };
+            let look_again = match verdict {
+                Ok(at) => at,
+                Err(e) => {
+                    let e = gave_up(&entry, e, next, cancel_on_drop);
+                    let _ = tx.send(Err(e.into_status())).await;
+                    return;
+                }
+            };
             tokio::select! {
                 changed = seq_rx.changed() => if changed.is_err() { return },
                 _ = tx.closed() => return gone(),
+                () = failed_again(&mut failures) => {}
+                () = async {
+                    match look_again {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
             }
         }
     });
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
+
+#[cfg(test)]
+#[path = "watch_tests.rs"]
+mod tests;

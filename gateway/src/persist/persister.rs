@@ -3,8 +3,10 @@
 //! The writer takes the tasks whose records or logs changed, gives the store each one's record
 //! and new events in one transaction per batch, and then shows those events to watchers. While
 //! the store fails, tasks run on: their events wait in memory (each log within its bounds,
-//! the oldest dropped first) and watchers see nothing new until a write succeeds; the writer
-//! tries again with backoff and logs the failure.
+//! the oldest dropped first), the writer tries again with backoff and logs the failure, and
+//! tells watchers ([`super::WriteFailure`]): one waiting for events the store has not taken
+//! ends with the error, at once when it lasts until someone acts (a damaged or full store),
+//! after a bound when it may pass by itself (a database restarting).
 //!
 //! With a store several gateway processes share, each renews its heartbeat there and, again
 //! and again, ends the tasks of replicas that stopped renewing theirs ([`spawn_replica`]).
@@ -133,15 +135,26 @@ pub fn spawn(store: &Arc<Store>) {
             }
             let started = Instant::now();
             match flush(&store).await {
+                Ok(0) => last = (started, 0),
                 Ok(tasks) => {
+                    if failures > 0 {
+                        tracing::info!(failures, "the task store takes the tasks' changes again");
+                    }
                     failures = 0;
                     last = (started, tasks);
+                    dirty.failing.send_if_modified(|f| f.take().is_some());
                 }
                 Err(e) => {
                     failures += 1;
                     if failures == 1 || failures.is_multiple_of(20) {
-                        tracing::error!(error = %e, failures, "cannot write tasks to the task store; their events wait in memory and watchers see nothing new until it works again");
+                        tracing::error!(error = %e, failures, "cannot write tasks to the task store; their events wait in memory, and watchers waiting for them end with the error (at once, unless it may pass by itself)");
                     }
+                    // Told at each failure: a watcher whose task's events were in this write
+                    // looks again.
+                    dirty.failing.send_modify(|f| {
+                        let since = f.as_ref().map_or_else(Instant::now, |f| f.since);
+                        *f = Some(super::WriteFailure { error: e, since });
+                    });
                     let pause = Duration::from_millis(50) * 2u32.saturating_pow(failures.min(7));
                     tokio::time::sleep(pause.min(MAX_BACKOFF)).await;
                 }

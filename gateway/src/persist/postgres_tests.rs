@@ -353,7 +353,9 @@ async fn a_watcher_on_another_replica_rides_out_a_database_restart() {
         .await
         .unwrap();
     let (_, stored) = watcher.task("t1").await.unwrap().unwrap();
-    let mut stream = crate::watch::watch_stored(watcher, stored, 1).unwrap();
+    let mut stream = crate::watch::watch_stored(watcher, stored, 1)
+        .await
+        .unwrap();
     let next = async |s: &mut crate::watch::EventStream| {
         use tokio_stream::StreamExt as _;
         tokio::time::timeout(Duration::from_secs(30), s.next())
