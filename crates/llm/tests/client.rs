@@ -232,26 +232,26 @@ async fn whole_call_deadline_bounds_retries() {
         max_backoff: Duration::from_millis(10),
         on_timeout: true,
     };
+    let client = client(&config(p));
     let start = Instant::now();
-    let err = client(&config(p))
-        .chat("executor", hello())
-        .await
-        .unwrap_err();
+    let err = client.chat("executor", hello()).await.unwrap_err();
     let took = start.elapsed();
     let LlmError::Timeout { after, attempts } = err else {
         panic!("expected a timeout, got {err:?}");
     };
-    // The second attempt is cut by the call's deadline; the error says what was waited.
-    assert_eq!(attempts, 2);
+    // The call's deadline cuts the retries (10 attempts of 300 ms would take 3 s): the second
+    // attempt, or the first where this machine is slow enough to pass the deadline in it. The
+    // error says what was waited, and no attempt waited for the server's 10 s reply.
+    assert!((1..=2).contains(&attempts), "{attempts} attempts");
+    assert_eq!(server.request_count(), attempts as usize);
     assert!(
         after >= Duration::from_millis(500) && after <= took,
         "{after:?}"
     );
     assert!(
-        took >= Duration::from_millis(500) && took < Duration::from_secs(5),
+        took >= Duration::from_millis(500) && took < Duration::from_secs(10),
         "{took:?}"
     );
-    assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]
@@ -284,12 +284,10 @@ async fn retry_after_beyond_the_call_deadline_fails_fast() {
     ])
     .await
     .unwrap();
+    let client = client_for(WireFormat::Openai, &server);
     let start = Instant::now();
-    let err = client_for(WireFormat::Openai, &server)
-        .chat("executor", hello())
-        .await
-        .unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(5), "no 60 s wait");
+    let err = client.chat("executor", hello()).await.unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(30), "no 60 s wait");
     assert_eq!(
         err,
         LlmError::RateLimited {
