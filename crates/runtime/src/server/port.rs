@@ -4,7 +4,7 @@
 use super::limits::ConnectionConfig;
 use super::stats::ConnectionStats;
 use futures::task::AtomicWaker;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
@@ -41,6 +41,9 @@ struct Unreported {
 
 struct Registry {
     held: HashMap<u64, Arc<Conn>>,
+    /// Held connections in accept order, those that have finished their preface or left
+    /// dropped from the front as it is looked at: the front is the oldest one not started.
+    unstarted: VecDeque<Arc<Conn>>,
     /// Connections told to make room: no longer held, not closed yet.
     closing: usize,
     next_id: u64,
@@ -73,6 +76,7 @@ impl Port {
             stats,
             registry: Mutex::new(Registry {
                 held: HashMap::new(),
+                unstarted: VecDeque::new(),
                 closing: 0,
                 next_id: 0,
             }),
@@ -89,7 +93,7 @@ impl Port {
         let mut reg = lock(&self.registry);
         if reg.held.len() >= self.cfg.max_connections {
             let victim = (reg.closing < self.cfg.most_closing())
-                .then(|| victim(&reg))
+                .then(|| victim(&mut reg))
                 .flatten();
             let Some(victim) = victim else {
                 drop(reg);
@@ -111,6 +115,8 @@ impl Port {
         reg.next_id += 1;
         let conn = Arc::new(Conn::new(id, self.epoch));
         reg.held.insert(id, Arc::clone(&conn));
+        oldest_unstarted(&mut reg);
+        reg.unstarted.push_back(Arc::clone(&conn));
         drop(reg);
         ConnectionStats::add(&self.stats.accepted);
         ConnectionStats::add(&self.stats.open);
@@ -221,18 +227,29 @@ impl Port {
 
 /// The connection to close to make room: the oldest one that has not finished its preface,
 /// else the one without a call for longest; never one with a call in progress.
-fn victim(reg: &Registry) -> Option<Arc<Conn>> {
-    let open = reg.held.values().filter(|c| c.asked() == OPEN);
-    let unstarted = open
-        .clone()
-        .filter(|c| c.phase() != SERVED)
-        .min_by_key(|c| c.id);
-    if unstarted.is_some() {
-        return unstarted.cloned();
+fn victim(reg: &mut Registry) -> Option<Arc<Conn>> {
+    if let Some(oldest) = oldest_unstarted(reg) {
+        return Some(oldest);
     }
-    open.filter(|c| c.calls() == 0)
+    // Rare (every held connection speaks HTTP/2): a pass over them.
+    reg.held
+        .values()
+        .filter(|c| c.asked() == OPEN && c.calls() == 0)
         .min_by_key(|c| c.idle_since())
         .cloned()
+}
+
+/// The oldest held connection that has not finished its preface, dropping from the queue's
+/// front those that did, left or were told to go: each connection is dropped once, so a flood
+/// costs the same per connection whatever the cap.
+fn oldest_unstarted(reg: &mut Registry) -> Option<Arc<Conn>> {
+    while let Some(front) = reg.unstarted.front() {
+        if front.phase() != SERVED && front.asked() == OPEN && reg.held.contains_key(&front.id) {
+            return Some(Arc::clone(front));
+        }
+        reg.unstarted.pop_front();
+    }
+    None
 }
 
 /// A place at the port, given back when the connection closes.
