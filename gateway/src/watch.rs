@@ -129,8 +129,9 @@ fn store_verdict(
     Err(f.error.clone())
 }
 
-/// The error a watcher of `entry` ends with when the store cannot take its events from
-/// `next` on, `e`. With `cancel_on_drop` (RunTask) the task ends with the call.
+/// The error a watcher of `entry` ends with when the store cannot take its events, `e`;
+/// `next` is the first event the watcher has not had. With `cancel_on_drop` (RunTask) the
+/// task ends with the call.
 fn gave_up(entry: &TaskEntry, e: StoreError, next: u64, cancel_on_drop: bool) -> GatewayError {
     let ended = is_final(entry.state());
     let then = if cancel_on_drop && !ended {
@@ -142,7 +143,7 @@ fn gave_up(entry: &TaskEntry, e: StoreError, next: u64, cancel_on_drop: bool) ->
             "the task {now}: watch it again with from_seq {next} once the store takes its events"
         )
     };
-    let id = &entry.id;
+    let (id, stored) = (&entry.id, entry.visible_seq());
     GatewayError::Store(match e {
         StoreError::Failed {
             store,
@@ -151,7 +152,7 @@ fn gave_up(entry: &TaskEntry, e: StoreError, next: u64, cancel_on_drop: bool) ->
         } => StoreError::Failed {
             store,
             message: format!(
-                "{message}; task {id}'s events from seq {next} cannot be stored, so they are \
+                "{message}; task {id}'s events after seq {stored} are not stored, so they are \
                  not shown; {then}"
             ),
             fault,

@@ -175,3 +175,46 @@ async fn a_watcher_of_a_stored_task_ends_at_once_when_the_store_lost_its_events(
         started.elapsed()
     );
 }
+
+/// A failure that may pass by itself (a database restarting): the watcher waits for it, and
+/// ends with it once it has lasted [`STORE_OUTAGE`] (time paused: the runtime jumps to each
+/// timer).
+#[tokio::test(start_paused = true)]
+async fn a_watcher_waits_out_a_passing_store_failure_for_a_minute_then_ends() {
+    let dirty = Arc::new(crate::entry::Dirty::default());
+    let limits = Limits {
+        max_events: 100,
+        max_event_bytes: 1 << 20,
+        max_queued: 4,
+    };
+    let (entry, _control) = TaskEntry::new(running("t1"), 1, limits, Some(dirty.clone()));
+    let entry = Arc::new(entry);
+    let mut stream = watch(entry.clone(), 1, false).unwrap();
+    entry.push(big(1));
+    dirty.failing.send_replace(Some(WriteFailure {
+        error: StoreError::Failed {
+            store: "postgres://u@db/tasks".into(),
+            message: "cannot connect: connection refused".into(),
+            fault: Fault::Passing,
+        },
+        since: tokio::time::Instant::now(),
+    }));
+    let early = tokio::time::timeout(STORE_OUTAGE - Duration::from_secs(1), stream.next()).await;
+    assert!(
+        early.is_err(),
+        "the watcher ended before the outage bound: {early:?}"
+    );
+    let status = match tokio::time::timeout(Duration::from_secs(2), stream.next()).await {
+        Ok(Some(Err(status))) => status,
+        other => panic!("the watcher did not end with the error: {other:?}"),
+    };
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().contains("postgres://u@db/tasks"),
+        "{status:?}"
+    );
+    assert!(
+        status.message().contains("connection refused"),
+        "{status:?}"
+    );
+}
