@@ -310,6 +310,35 @@ async fn a_stream_still_running_at_the_drain_deadline_is_cut() {
 }
 
 #[tokio::test]
+async fn a_silent_connection_does_not_hold_up_a_shutdown() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let mut opts = ServeOptions::new("drain-test", &[]);
+    opts.drain_timeout = Duration::from_secs(20);
+    let server = tokio::spawn(serve(listener, Routes::default(), opts, async {
+        let _ = rx.await;
+    }));
+    let mut silent = TcpStream::connect(&addr).await.unwrap();
+    // Served once, so the server has surely accepted the silent one before.
+    check(&mut health(&addr)).await.unwrap();
+    let started = Instant::now();
+    tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(20), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // Nothing in progress: the server stops at once, not at the silent one's deadline (10 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    until_closed(&mut silent, Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
 async fn a_request_over_the_message_limit_is_resource_exhausted() {
     let port = start(ConnectionConfig::default()).await;
     let mut client = health(&port.addr);

@@ -199,9 +199,15 @@ impl Port {
         self.stopping.subscribe()
     }
 
-    /// Tells every connection to go away (each closes once its calls are done).
+    /// Tells every connection to go away (each closes once its calls are done); those that
+    /// have not finished their preface have none and are closed at once.
     pub(crate) fn stop(&self) {
         self.stopping.send_replace(true);
+        for conn in lock(&self.registry).held.values() {
+            if conn.phase() != SERVED {
+                conn.kill();
+            }
+        }
     }
 
     /// Cuts every connection still open.
