@@ -40,22 +40,26 @@ impl State {
         Ok(self.expand_both(run, word, out, true)?.1)
     }
 
-    /// The fields a command word becomes: the paths its unquoted pattern matches (sorted),
-    /// else the word as written.
+    /// Adds to `fields` what a command word becomes: the paths its unquoted pattern matches
+    /// (sorted), else the word as written. Returns how many it added.
     pub(super) fn expand_fields(
         &mut self,
         run: &mut Run<'_>,
         word: &Word,
         out: &mut Output,
-    ) -> Result<Vec<String>, Stop> {
+        fields: &mut Vec<String>,
+    ) -> Result<usize, Stop> {
         let (text, pattern) = self.expand_both(run, word, out, false)?;
         if word.iter().any(|p| matches!(p, Part::Pattern(_))) && glob::is_pattern(&pattern) {
             let found = glob::paths(&lock(run.device).fs, &pattern).map_err(Stop::Budget)?;
             if !found.is_empty() {
-                return Ok(found);
+                let n = found.len();
+                fields.extend(found);
+                return Ok(n);
             }
         }
-        Ok(vec![text])
+        fields.push(text);
+        Ok(1)
     }
 
     /// The word's text, and the same word as a pattern in which only unquoted pattern

@@ -100,14 +100,16 @@ impl State {
             Command::For { var, items, body } => {
                 let mut values = Vec::new();
                 for w in items {
-                    let fields = self.expand_fields(run, w, out)?;
-                    // Unquoted expansions split into fields, as `for x in $LIST` expects.
+                    // Unquoted expansions split into fields, as `for x in $LIST` expects (paths
+                    // a pattern matched are fields already).
                     let split = w
                         .iter()
                         .any(|p| matches!(p, Part::Var(_) | Part::Command(_) | Part::Arith(_)));
-                    match fields.as_slice() {
-                        [v] if split => values.extend(v.split_whitespace().map(str::to_owned)),
-                        _ => values.extend(fields),
+                    if self.expand_fields(run, w, out, &mut values)? == 1
+                        && split
+                        && let Some(v) = values.pop()
+                    {
+                        values.extend(v.split_whitespace().map(str::to_owned));
                     }
                 }
                 self.status = 0;
@@ -190,7 +192,7 @@ impl State {
         self.bad_expansion = false;
         let mut words = Vec::with_capacity(s.words.len());
         for w in &s.words {
-            words.extend(self.expand_fields(run, w, out)?);
+            self.expand_fields(run, w, out, &mut words)?;
         }
         let mut assigned = Vec::new();
         for (name, value) in &s.assigns {
