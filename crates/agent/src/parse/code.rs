@@ -40,9 +40,10 @@ pub struct CodeExtraction {
     /// Language tags of fenced blocks that were not taken as JavaScript, in order.
     pub ignored_languages: Vec<String>,
     /// For each of [`CodeExtraction::blocks`], the non-blank prose lines between it and the
-    /// block before it (or the reply's start), trimmed, in order; empty when there are none.
-    /// Tells a block the model introduced from one it copied with its heading from a prompt.
-    pub lead_ins: Vec<Vec<String>>,
+    /// block before it (or the reply's start), each trimmed, one a line, in order; empty when
+    /// there are none. Tells a block the model introduced from one it copied with its heading
+    /// from a prompt.
+    pub lead_ins: Vec<String>,
 }
 
 impl CodeExtraction {
@@ -110,7 +111,7 @@ pub fn extract_code(text: &str) -> CodeExtraction {
     let mut prose = String::new();
     let mut open: Option<OpenFence> = None;
     // The non-blank prose lines since the last code block.
-    let mut lead_in = Vec::new();
+    let mut lead_in = String::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let line_start = offset;
@@ -186,7 +187,7 @@ pub fn extract_code(text: &str) -> CodeExtraction {
         && let Some((code, rest)) = code_element(&prose)
         && !code.trim().is_empty()
     {
-        push_block(&mut out, code, &mut Vec::new());
+        push_block(&mut out, code, &mut String::new());
         prose = rest;
     }
     out.prose = prose.trim().to_owned();
@@ -198,7 +199,7 @@ fn finish(
     text_so_far: &str,
     out: &mut CodeExtraction,
     prose: &mut String,
-    lead_in: &mut Vec<String>,
+    lead_in: &mut String,
 ) {
     if fence.is_js {
         push_block(out, fence.content, lead_in);
@@ -211,7 +212,7 @@ fn finish(
 
 /// Keeps a non-blank block with the lead-in lines before it; the next block's lead-in starts
 /// empty.
-fn push_block(out: &mut CodeExtraction, block: String, lead_in: &mut Vec<String>) {
+fn push_block(out: &mut CodeExtraction, block: String, lead_in: &mut String) {
     let trimmed = block.trim_end();
     if !trimmed.trim_start().is_empty() {
         out.blocks
@@ -220,11 +221,14 @@ fn push_block(out: &mut CodeExtraction, block: String, lead_in: &mut Vec<String>
     }
 }
 
-/// Adds `line` to the lead-in when it is not blank.
-fn note_line(lead_in: &mut Vec<String>, line: &str) {
+/// Adds `line` to the lead-in, a line of its own, when it is not blank.
+fn note_line(lead_in: &mut String, line: &str) {
     let line = line.trim();
     if !line.is_empty() {
-        lead_in.push(line.to_owned());
+        if !lead_in.is_empty() {
+            lead_in.push('\n');
+        }
+        lead_in.push_str(line);
     }
 }
 

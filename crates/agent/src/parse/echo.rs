@@ -31,6 +31,7 @@
 //! [`CodeChoice::own_prose`] (nothing, when the reply only copied), never the copied heading,
 //! so the next step cannot take that heading for the model's own ([`PromptEcho::with_own_words`])
 //! and let the same copy run. The evidence stays as strong at every step.
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -52,8 +53,9 @@ const MAX_SHARED: usize = 32;
 #[derive(Debug, Default)]
 pub struct EchoText {
     raw: String,
-    /// Each code block, and the lines the text shows before it (since the block before it).
-    blocks: OnceLock<HashMap<String, HashSet<String>>>,
+    /// Each code block (normalised), and the lines the text shows before it (since the block
+    /// before it), as written, one a line (for every place the block stands).
+    blocks: OnceLock<HashMap<String, String>>,
     lines: OnceLock<HashSet<String>>,
     text: OnceLock<String>,
 }
@@ -83,19 +85,29 @@ impl EchoText {
         t
     }
 
-    fn blocks(&self) -> &HashMap<String, HashSet<String>> {
+    fn blocks(&self) -> &HashMap<String, String> {
         self.blocks.get_or_init(|| {
             let read = extract_code(&self.raw);
-            let mut blocks: HashMap<String, HashSet<String>> = HashMap::new();
-            for (block, lead_in) in read.blocks.iter().zip(&read.lead_ins) {
-                let around = lead_in
-                    .iter()
-                    .map(|l| normal(l))
-                    .filter(|l| l.chars().count() >= MIN_LINE);
-                blocks.entry(normal(block)).or_default().extend(around);
+            let mut blocks: HashMap<String, String> = HashMap::new();
+            for (block, lead_in) in read.blocks.iter().zip(read.lead_ins) {
+                match blocks.entry(normal(block)) {
+                    Entry::Vacant(e) => {
+                        e.insert(lead_in);
+                    }
+                    Entry::Occupied(mut e) => {
+                        e.get_mut().push('\n');
+                        e.get_mut().push_str(&lead_in);
+                    }
+                }
             }
             blocks
         })
+    }
+
+    /// Whether `line` (normalised) is a line of this text. Most lines are not even a part of
+    /// it, which is quick to tell, and then the text's lines need not be read.
+    fn has_line(&self, line: &str) -> bool {
+        self.text().contains(line) && self.lines().contains(line)
     }
 
     fn lines(&self) -> &HashSet<String> {
@@ -207,7 +219,7 @@ impl PromptEcho {
 
     fn has_line(&self, line: &str) -> bool {
         let line = normal(line);
-        self.is_prompt_line(&line) && self.parts.iter().any(|p| p.lines().contains(&line))
+        self.is_prompt_line(&line) && self.parts.iter().any(|p| p.has_line(&line))
     }
 
     /// Whether `line` (normalised) is long enough to tell and not the model's own.
@@ -219,10 +231,10 @@ impl PromptEcho {
     /// with that same code (before it, since the prompt's block before it) and the model did
     /// not write itself: the code was copied with its surroundings. For code that is a part
     /// of a prompt text rather than one of its blocks, any line of that text counts.
-    fn copied_with(&self, code: &str, lead_in: &[String]) -> bool {
-        let lines: Vec<String> = lead_in
-            .iter()
-            .map(|l| normal(l))
+    fn copied_with(&self, code: &str, lead_in: &str) -> bool {
+        let lines: HashSet<String> = lead_in
+            .lines()
+            .map(normal)
             .filter(|l| self.is_prompt_line(l))
             .collect();
         if lines.is_empty() {
@@ -230,11 +242,11 @@ impl PromptEcho {
         }
         let code = normal(code);
         self.parts.iter().any(|p| match p.blocks().get(&code) {
-            Some(around) => lines.iter().any(|l| around.contains(l)),
+            Some(around) => around.lines().any(|a| lines.contains(&normal(a))),
             None => {
                 code.chars().count() >= MIN_PART
                     && p.text().contains(&code)
-                    && lines.iter().any(|l| p.lines().contains(l))
+                    && lines.iter().any(|l| p.has_line(l))
             }
         })
     }
@@ -369,7 +381,7 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
     let mut ignored = Vec::new();
     let mut own: Vec<(usize, &String)> = Vec::new();
     for (i, block) in extraction.blocks.iter().enumerate() {
-        let lead_in = extraction.lead_ins.get(i).map_or(&[][..], Vec::as_slice);
+        let lead_in = extraction.lead_ins.get(i).map_or("", String::as_str);
         if copies[i] == Some(Origin::Block) && prompt.ends_task(block) {
             ignored.push((i, IgnoredWhy::ExampleEnd, block));
         } else if copies[i].is_some() && (echoing || prompt.copied_with(block, lead_in)) {
@@ -385,8 +397,8 @@ pub fn choose_code(reply: &str, prompt: &PromptEcho) -> CodeChoice {
         let copied_lead_ins: HashSet<String> = ignored
             .iter()
             .filter_map(|(i, _, _)| extraction.lead_ins.get(*i))
-            .flatten()
-            .map(|l| normal(l))
+            .flat_map(|l| l.lines())
+            .map(normal)
             .collect();
         own_lines(&extraction.prose, |line| {
             !copied_lead_ins.contains(&normal(line)) && !prompt.has_line(line)
