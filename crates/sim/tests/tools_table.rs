@@ -45,6 +45,9 @@ const TABLE: &[Row] = &[
     row("scrcpy", "ip route", 0, &["!wlan0"], &[]),
     row("scrcpy", "CLASSPATH=/data/local/tmp/scrcpy-server.jar app_process / com.genymobile.scrcpy.Server 3.3.1 tunnel_forward=true", 134, &["^$"], &["^Aborted\n$"]),
     row("scrcpy", "logcat -d -s appproc", 0, &[r"E appproc: ERROR: could not find class 'com\.genymobile\.scrcpy\.Server'"], &[]),
+    // adb itself: `adb logcat ARGS` runs logcat in the shell's place (Debian's adb 29, then newer).
+    row("adb", "export ANDROID_LOG_TAGS=\"''\"; exec logcat '-d' '-s' 'appproc'", 0, &[r"^--------- beginning of main\n.* E appproc: ERROR: could not find class"], &[]),
+    row("adb", "export ANDROID_LOG_TAGS=''; exec logcat '-d' '-t' '1' '-s' 'appproc'; echo never", 0, &["!never"], &[]),
     // uiautomator2 / adbutils: the server jar's hash, screen size and rotation, open an app.
     row("uiautomator2", "toybox md5sum /data/local/tmp/u2.jar", 1, &[], &["md5sum: /data/local/tmp/u2.jar: No such file or directory"]),
     row("uiautomator2", "echo -n hello > /data/local/tmp/h.txt; toybox md5sum /data/local/tmp/h.txt", 0, &["^5d41402abc4b2a76b9719d911017c592  /data/local/tmp/h.txt\n$"], &[]),
