@@ -2,3 +2,4 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod connections;
 mod server;
+mod slow_reader;
