@@ -190,3 +190,65 @@ fn a_script_on_stdin_runs_line_by_line_and_commands_read_the_rest() {
     );
     assert_eq!(code, 2);
 }
+
+#[test]
+fn exec_and_whence_keep_to_the_shell_they_run_in() {
+    let d = dev();
+    // A script read from stdin: exec's redirects last from line to line, exec CMD ends it.
+    let mut s = Session::default();
+    let mut input = Input::bytes(&b"exec 2>&1\ncat /nope\nexec echo last\necho never\n"[..]);
+    let mut got = Vec::new();
+    let code = s.run_script(&d, &mut input, |o| {
+        got.extend_from_slice(&o.stdout);
+        assert!(o.stderr.is_empty(), "{o:?}");
+    });
+    assert_eq!(
+        (String::from_utf8_lossy(&got).as_ref(), code),
+        ("cat: /nope: No such file or directory\nlast\n", 0)
+    );
+    // On a terminal mksh tracks only its first commands; `sh -c` tracks all it finds.
+    let mut t = Session::on_terminal();
+    let o = t.run_line(&d, "type getprop ls", &mut Input::empty());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "getprop is /system/bin/getprop\nls is a tracked alias for /system/bin/ls\n"
+    );
+    assert_eq!(
+        out(&d, "type getprop"),
+        "getprop is a tracked alias for /system/bin/getprop\n"
+    );
+    // -p looks on PATH only; `command -p` runs the command.
+    assert_eq!(
+        out(&d, "whence -p echo; whence -p if; echo $?"),
+        "/system/bin/echo\n1\n"
+    );
+    assert_eq!(out(&d, "command -p echo hi"), "hi\n");
+    assert_eq!(
+        out(&d, "command -V getprop"),
+        "getprop is a tracked alias for /system/bin/getprop\n"
+    );
+    // A pipe or a group's redirect still takes what a command prints after `exec >FILE`.
+    assert_eq!(
+        out(
+            &d,
+            "exec >/sdcard/e.log; echo a | tr a b > /sdcard/p.log; { echo c; } > /sdcard/g.log; exec >&2; cat /sdcard/e.log /sdcard/p.log /sdcard/g.log >&1"
+        ),
+        ""
+    );
+    assert_eq!(
+        out(&d, "cat /sdcard/e.log /sdcard/p.log /sdcard/g.log"),
+        "b\nc\n"
+    );
+    // The shell's own input cannot come from a file; options exec does not know are refused.
+    let (_, err, code) = sh(&d, "exec </sdcard/g.log");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot read its own input from a file"),
+        "{err}"
+    );
+    let (_, err, code) = sh(&d, "exec -x echo; echo after");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("exec: -x: unknown option"), "{err}");
+    let (_, err, _) = sh(&d, "exec -z echo");
+    assert!(err.contains("exec: -z: unknown option"), "{err}");
+}
