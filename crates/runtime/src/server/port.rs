@@ -45,7 +45,7 @@ struct Registry {
     /// dropped from the front as it is looked at: the front is the oldest one not started.
     unstarted: VecDeque<Arc<Conn>>,
     /// Connections told to make room: no longer held, not closed yet.
-    closing: usize,
+    closing: HashMap<u64, Arc<Conn>>,
     next_id: u64,
 }
 
@@ -77,7 +77,7 @@ impl Port {
             registry: Mutex::new(Registry {
                 held: HashMap::new(),
                 unstarted: VecDeque::new(),
-                closing: 0,
+                closing: HashMap::new(),
                 next_id: 0,
             }),
             epoch: Instant::now(),
@@ -91,8 +91,9 @@ impl Port {
     /// room for it; `None` (the connection is to be closed at once) otherwise.
     pub(crate) fn admit(self: &Arc<Self>) -> Option<(Slot, Arc<Conn>)> {
         let mut reg = lock(&self.registry);
+        let mut made_room = false;
         if reg.held.len() >= self.cfg.max_connections {
-            let victim = (reg.closing < self.cfg.most_closing())
+            let victim = (reg.closing.len() < self.cfg.most_closing())
                 .then(|| victim(&mut reg))
                 .flatten();
             let Some(victim) = victim else {
@@ -102,14 +103,13 @@ impl Port {
                 return None;
             };
             reg.held.remove(&victim.id);
-            reg.closing += 1;
+            reg.closing.insert(victim.id, Arc::clone(&victim));
             if victim.phase() == SERVED {
                 victim.ask(MAKE_ROOM);
             } else {
                 victim.kill();
             }
-            ConnectionStats::add(&self.stats.made_room);
-            self.note(|u| u.made_room += 1);
+            made_room = true;
         }
         let id = reg.next_id;
         reg.next_id += 1;
@@ -118,6 +118,10 @@ impl Port {
         oldest_unstarted(&mut reg);
         reg.unstarted.push_back(Arc::clone(&conn));
         drop(reg);
+        if made_room {
+            ConnectionStats::add(&self.stats.made_room);
+            self.note(|u| u.made_room += 1);
+        }
         ConnectionStats::add(&self.stats.accepted);
         ConnectionStats::add(&self.stats.open);
         Some((
@@ -212,7 +216,8 @@ impl Port {
 
     /// Cuts every connection still open.
     pub(crate) fn kill_all(&self) {
-        for conn in lock(&self.registry).held.values() {
+        let reg = lock(&self.registry);
+        for conn in reg.held.values().chain(reg.closing.values()) {
             conn.kill();
         }
     }
@@ -268,7 +273,7 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut reg = lock(&self.port.registry);
         if reg.held.remove(&self.id).is_none() {
-            reg.closing = reg.closing.saturating_sub(1);
+            reg.closing.remove(&self.id);
         }
         drop(reg);
         self.port.stats.open.fetch_sub(1, Ordering::Relaxed);
