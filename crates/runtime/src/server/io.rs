@@ -53,6 +53,22 @@ impl AsyncWrite for Stream {
         each!(self, s => s.poll_write(cx, b))
     }
 
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        each!(self, s => s.poll_write_vectored(cx, bufs))
+    }
+
+    /// True for TCP: HTTP/2 then writes a response's frames with one call (`writev`).
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         each!(self, s => s.poll_flush(cx))
     }

@@ -81,3 +81,24 @@ async fn a_cut_connection_fails_its_pending_read() {
         .unwrap();
     assert_eq!(read.unwrap_err().kind(), io::ErrorKind::ConnectionAborted);
 }
+
+#[tokio::test]
+async fn a_tcp_connection_keeps_its_vectored_writes() {
+    // Without them HTTP/2 writes a response's frames one call each (a unary call measured
+    // about 20 µs slower on loopback).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let _client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (accepted, _) = listener.accept().await.unwrap();
+    let port = port(10_000, 10_000);
+    let (slot, conn) = port.admit().unwrap();
+    let io = ServedIo::new(
+        Stream::Plain(accepted),
+        Arc::clone(&port),
+        conn,
+        slot,
+        "127.0.0.1:9".parse().unwrap(),
+    );
+    assert!(io.is_write_vectored());
+}
