@@ -20,7 +20,7 @@ mod calls;
 mod descriptors;
 mod io;
 mod limits;
-mod port;
+pub mod port;
 mod stats;
 
 pub use calls::MAX_MESSAGE_BYTES;

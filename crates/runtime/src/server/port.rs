@@ -1,6 +1,7 @@
-//! One gRPC port's connections: the cap, which held connection makes room for a new one, each
+//! One port's connections: the cap, which held connection makes room for a new one, each
 //! connection's phase and calls in progress, and one warning at most every ten seconds while
-//! the port turns connections away.
+//! the port turns connections away. Every gRPC port holds its connections here, and so does
+//! the gateway's HTTP face (a request there is a call; its words are given by [`PortWords`]).
 use super::limits::ConnectionConfig;
 use super::stats::ConnectionStats;
 use futures::task::AtomicWaker;
@@ -13,13 +14,36 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 /// How often, at most, a port warns that it turns connections away.
-pub(crate) const WARN_EVERY: Duration = Duration::from_secs(10);
+pub const WARN_EVERY: Duration = Duration::from_secs(10);
 
-/// A connection's progress: nothing received yet, receiving its TLS handshake or preface, or
-/// speaking HTTP/2.
-pub(crate) const SILENT: u8 = 0;
-pub(crate) const STARTING: u8 = 1;
-pub(crate) const SERVED: u8 = 2;
+/// A connection's progress: nothing received yet, receiving its TLS handshake or preface (a
+/// request head), or served (HTTP/2 spoken; a whole request head received).
+pub const SILENT: u8 = 0;
+pub const STARTING: u8 = 1;
+pub const SERVED: u8 = 2;
+
+/// How a port names itself in its logs.
+#[derive(Debug, Clone, Copy)]
+pub struct PortWords {
+    /// What the port is: "gRPC port".
+    pub port: &'static str,
+    /// The setting that caps it: "grpc.max_connections".
+    pub cap_key: &'static str,
+    /// What a client sends first, within the deadline: "HTTP/2 preface".
+    pub opening: &'static str,
+    /// What a connection has in progress: "call".
+    pub work: &'static str,
+}
+
+impl PortWords {
+    /// A gRPC port's.
+    pub const GRPC: PortWords = PortWords {
+        port: "gRPC port",
+        cap_key: "grpc.max_connections",
+        opening: "HTTP/2 preface",
+        work: "call",
+    };
+}
 
 /// Why a connection was told to go: still open, to make room at the cap, idle too long, or the
 /// port stops.
@@ -50,10 +74,11 @@ struct Registry {
 }
 
 /// The connections of one port.
-pub(crate) struct Port {
+pub struct Port {
     pub(crate) name: String,
     pub(crate) cfg: ConnectionConfig,
     pub(crate) stats: Arc<ConnectionStats>,
+    words: PortWords,
     registry: Mutex<Registry>,
     /// Connections' idle times are counted from here, so they compare.
     epoch: Instant,
@@ -69,11 +94,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Port {
+    /// A gRPC port's connections.
     pub(crate) fn new(name: &str, cfg: ConnectionConfig, stats: Arc<ConnectionStats>) -> Arc<Self> {
+        Self::with_words(name, cfg, stats, PortWords::GRPC)
+    }
+
+    /// The connections of a port that names itself with `words`. Of `cfg` only the cap
+    /// (`max_connections`, and an eighth of it closing) and the preface timeout (named in a
+    /// log line) apply here; deadlines are the serving side's.
+    pub fn with_words(
+        name: &str,
+        cfg: ConnectionConfig,
+        stats: Arc<ConnectionStats>,
+        words: PortWords,
+    ) -> Arc<Self> {
         Arc::new(Self {
             name: name.to_owned(),
             cfg,
             stats,
+            words,
             registry: Mutex::new(Registry {
                 held: HashMap::new(),
                 unstarted: VecDeque::new(),
@@ -89,7 +128,7 @@ impl Port {
 
     /// Takes a new connection: a slot when the port has room or a held connection can make
     /// room for it; `None` (the connection is to be closed at once) otherwise.
-    pub(crate) fn admit(self: &Arc<Self>) -> Option<(Slot, Arc<Conn>)> {
+    pub fn admit(self: &Arc<Self>) -> Option<(Slot, Arc<Conn>)> {
         let mut reg = lock(&self.registry);
         let mut made_room = false;
         if reg.held.len() >= self.cfg.max_connections {
@@ -134,14 +173,14 @@ impl Port {
     }
 
     /// Counts a connection closed for sending no preface in time.
-    pub(crate) fn no_preface(&self, peer: std::net::SocketAddr) {
+    pub fn no_preface(&self, peer: std::net::SocketAddr) {
         ConnectionStats::add(&self.stats.no_preface);
-        tracing::debug!(service = %self.name, %peer, timeout = ?self.cfg.preface_timeout(), "closing a connection that sent no HTTP/2 preface in time");
+        tracing::debug!(service = %self.name, %peer, timeout = ?self.cfg.preface_timeout(), "closing a connection that sent no {} in time", self.words.opening);
         lock(&self.unreported).no_preface += 1;
     }
 
     /// Counts a failed accept (out of file descriptors, say).
-    pub(crate) fn accept_failed(&self, e: &std::io::Error) {
+    pub fn accept_failed(&self, e: &std::io::Error) {
         self.note(|u| {
             u.accept_failed += 1;
             u.last_accept_error = Some(e.to_string());
@@ -159,7 +198,7 @@ impl Port {
     }
 
     /// Warns about connections turned away since the last warning, if any.
-    pub(crate) fn warn_unreported(&self) {
+    pub fn warn_unreported(&self) {
         let mut u = lock(&self.unreported);
         if u.refused + u.made_room + u.accept_failed > 0 {
             self.warn(&mut u);
@@ -173,8 +212,9 @@ impl Port {
                 service = %self.name,
                 failed = u.accept_failed,
                 error = u.last_accept_error.as_deref().unwrap_or(""),
-                "cannot accept connections (out of file descriptors? see grpc.max_connections \
-                 and the process's open-file limit)"
+                "cannot accept connections (out of file descriptors? see {} and the process's \
+                 open-file limit)",
+                self.words.cap_key,
             );
         }
         if u.refused + u.made_room > 0 {
@@ -185,11 +225,13 @@ impl Port {
                 refused = u.refused,
                 made_room = u.made_room,
                 no_preface = u.no_preface,
-                "gRPC port at its connection cap (grpc.max_connections){over}: {} new \
-                 connections closed at once, {} held ones (silent, or with no call in \
-                 progress) closed to make room",
+                "{} at its connection cap ({}){over}: {} new connections closed at once, {} \
+                 held ones (silent, or with no {} in progress) closed to make room",
+                self.words.port,
+                self.words.cap_key,
                 u.refused,
                 u.made_room,
+                self.words.work,
             );
         }
         *u = Unreported {
@@ -199,13 +241,13 @@ impl Port {
     }
 
     /// A receiver that turns true when the port stops.
-    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
+    pub fn stopping(&self) -> watch::Receiver<bool> {
         self.stopping.subscribe()
     }
 
     /// Tells every connection to go away (each closes once its calls are done); those that
     /// have not finished their preface have none and are closed at once.
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         self.stopping.send_replace(true);
         for conn in lock(&self.registry).held.values() {
             if conn.phase() != SERVED {
@@ -215,7 +257,7 @@ impl Port {
     }
 
     /// Cuts every connection still open.
-    pub(crate) fn kill_all(&self) {
+    pub fn kill_all(&self) {
         let reg = lock(&self.registry);
         for conn in reg.held.values().chain(reg.closing.values()) {
             conn.kill();
@@ -223,7 +265,7 @@ impl Port {
     }
 
     /// Resolves once no connection is open.
-    pub(crate) async fn all_closed(&self) {
+    pub async fn all_closed(&self) {
         loop {
             let left = self.left.notified();
             tokio::pin!(left);
@@ -264,7 +306,7 @@ fn oldest_unstarted(reg: &mut Registry) -> Option<Arc<Conn>> {
 }
 
 /// A place at the port, given back when the connection closes.
-pub(crate) struct Slot {
+pub struct Slot {
     port: Arc<Port>,
     id: u64,
 }
@@ -282,10 +324,10 @@ impl Drop for Slot {
 }
 
 /// One connection's state, shared by its task, its I/O and its calls.
-pub(crate) struct Conn {
+pub struct Conn {
     id: u64,
     epoch: Instant,
-    pub(crate) accepted: Instant,
+    pub accepted: Instant,
     phase: AtomicU8,
     calls: AtomicU32,
     /// When the last call ended (or the connection was accepted), in ms after `epoch`.
@@ -296,7 +338,7 @@ pub(crate) struct Conn {
     read_waker: AtomicWaker,
     write_waker: AtomicWaker,
     /// Told when a close is asked for, the last call ends, or the connection is gone.
-    pub(crate) changed: Notify,
+    pub changed: Notify,
     /// Told when the connection has been asked to go away for room or idleness.
     pub(crate) going: Notify,
 }
@@ -320,15 +362,15 @@ impl Conn {
         }
     }
 
-    pub(crate) fn phase(&self) -> u8 {
+    pub fn phase(&self) -> u8 {
         self.phase.load(Ordering::Acquire)
     }
 
-    pub(crate) fn set_phase(&self, phase: u8) {
+    pub fn set_phase(&self, phase: u8) {
         self.phase.store(phase, Ordering::Release);
     }
 
-    pub(crate) fn calls(&self) -> u32 {
+    pub fn calls(&self) -> u32 {
         self.calls.load(Ordering::Acquire)
     }
 
@@ -346,7 +388,7 @@ impl Conn {
     }
 
     /// Counts a call until the guard is dropped.
-    pub(crate) fn begin_call(self: &Arc<Self>) -> CallGuard {
+    pub fn begin_call(self: &Arc<Self>) -> CallGuard {
         self.calls.fetch_add(1, Ordering::AcqRel);
         CallGuard(Arc::clone(self))
     }
@@ -368,12 +410,12 @@ impl Conn {
     }
 
     /// Whether it was told to make room.
-    pub(crate) fn making_room(&self) -> bool {
+    pub fn making_room(&self) -> bool {
         self.asked() == MAKE_ROOM
     }
 
     /// Cuts the connection: its reads and writes fail from now on.
-    pub(crate) fn kill(&self) {
+    pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.read_waker.wake();
         self.write_waker.wake();
@@ -381,7 +423,7 @@ impl Conn {
     }
 
     /// Ready once the connection is cut; `read` picks which side's waker to keep.
-    pub(crate) fn poll_killed(&self, cx: &mut Context<'_>, read: bool) -> Poll<()> {
+    pub fn poll_killed(&self, cx: &mut Context<'_>, read: bool) -> Poll<()> {
         let waker = if read {
             &self.read_waker
         } else {
@@ -396,7 +438,7 @@ impl Conn {
     }
 
     /// Resolves once the connection is cut.
-    pub(crate) async fn killed(&self) {
+    pub async fn killed(&self) {
         std::future::poll_fn(|cx| self.poll_killed(cx, true)).await;
     }
 
@@ -415,7 +457,7 @@ fn ms_since(epoch: Instant) -> u64 {
 }
 
 /// A call in progress on a connection.
-pub(crate) struct CallGuard(Arc<Conn>);
+pub struct CallGuard(Arc<Conn>);
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
