@@ -1,11 +1,15 @@
 //! A connection that fails a write the client has not taken within a deadline: a client that
 //! stops reading (an SSE follower that froze, a slow-loris reader) is cut off instead of
-//! holding its connection, its watcher and its buffers for ever.
+//! holding its connection, its watcher and its buffers for ever. A held connection is also cut
+//! when the face closes it (to make room, or when a drain runs out), and gives its place at
+//! the face back when it is dropped, socket first.
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use droidmesh_runtime::server::port::{Conn, Slot};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
@@ -16,6 +20,11 @@ pin_project_lite::pin_project! {
         limit: Duration,
         // Armed while a write waits for the client; reset by any progress.
         timer: Option<Pin<Box<Sleep>>>,
+        // Reads and writes fail once the face cuts this connection.
+        conn: Option<Arc<Conn>>,
+        // Dropped after `inner` (fields drop in order): the socket is closed before its place
+        // is given back.
+        slot: Option<Slot>,
     }
 }
 
@@ -25,8 +34,32 @@ impl<T> StallGuard<T> {
             inner,
             limit,
             timer: None,
+            conn: None,
+            slot: None,
         }
     }
+
+    /// `inner`, the connection `conn` holding `slot` at the face.
+    pub fn held(inner: T, limit: Duration, conn: Arc<Conn>, slot: Slot) -> Self {
+        Self {
+            conn: Some(conn),
+            slot: Some(slot),
+            ..Self::new(inner, limit)
+        }
+    }
+}
+
+/// Ready once the face has cut the connection; `read` picks which side's waker to keep.
+fn cut(conn: &Option<Arc<Conn>>, cx: &mut Context<'_>, read: bool) -> bool {
+    conn.as_ref()
+        .is_some_and(|c| c.poll_killed(cx, read).is_ready())
+}
+
+fn cut_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the server closed the connection",
+    )
 }
 
 /// Applies the deadline to one poll of a write: `Pending` arms the timer, progress disarms it,
@@ -61,7 +94,11 @@ impl<T: AsyncRead> AsyncRead for StallGuard<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        self.project().inner.poll_read(cx, buf)
+        let this = self.project();
+        if cut(this.conn, cx, true) {
+            return Poll::Ready(Err(cut_error()));
+        }
+        this.inner.poll_read(cx, buf)
     }
 }
 
@@ -72,18 +109,27 @@ impl<T: AsyncWrite> AsyncWrite for StallGuard<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
+        if cut(this.conn, cx, false) {
+            return Poll::Ready(Err(cut_error()));
+        }
         let poll = this.inner.poll_write(cx, buf);
         guard(this.timer, *this.limit, cx, poll)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.project();
+        if cut(this.conn, cx, false) {
+            return Poll::Ready(Err(cut_error()));
+        }
         let poll = this.inner.poll_flush(cx);
         guard(this.timer, *this.limit, cx, poll)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.project();
+        if cut(this.conn, cx, false) {
+            return Poll::Ready(Err(cut_error()));
+        }
         let poll = this.inner.poll_shutdown(cx);
         guard(this.timer, *this.limit, cx, poll)
     }
@@ -94,6 +140,9 @@ impl<T: AsyncWrite> AsyncWrite for StallGuard<T> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
+        if cut(this.conn, cx, false) {
+            return Poll::Ready(Err(cut_error()));
+        }
         let poll = this.inner.poll_write_vectored(cx, bufs);
         guard(this.timer, *this.limit, cx, poll)
     }

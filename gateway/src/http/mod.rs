@@ -2,8 +2,10 @@
 //! Server-Sent Events for event streams, and an OpenAPI document generated from the protos.
 //! Every handler calls the same `Gateway` trait methods the gRPC server does, on the same
 //! `Arc<GatewayService>`, with the HTTP `authorization` and trace headers as gRPC metadata, so
-//! each check, limit and (future) authentication rule applies to both faces alike.
+//! each check, limit and (future) authentication rule applies to both faces alike. Its
+//! connections are held at `max_connections` as a gRPC port's are (`conn`).
 mod call;
+mod conn;
 pub mod error;
 mod io;
 pub mod json;
@@ -12,18 +14,17 @@ mod routes;
 pub mod sse;
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use droidmesh_runtime::server::ConnectionConfig;
+use droidmesh_runtime::server::port::{Port, PortWords, WARN_EVERY};
 use droidmesh_runtime::tls::ServerTls;
 use http_body_util::BodyExt as _;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Deserialize;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::GatewayService;
@@ -52,7 +53,11 @@ pub struct HttpConfig {
     pub read_timeout_ms: u64,
     /// A connection whose client takes nothing of a response for this long is closed.
     pub write_stall_ms: u64,
-    /// Connections served at once; more are closed at once.
+    /// Connections held at once. At the cap a new connection takes the place of the oldest
+    /// one that has not sent a whole request head yet (closed at once), else of the
+    /// keep-alive connection idle longest (closed between requests); when every held
+    /// connection has a request in progress (an event stream counts), the new one is closed
+    /// at once. An eighth more may still be closing.
     pub max_connections: usize,
 }
 
@@ -94,15 +99,40 @@ impl HttpConfig {
         }
         Ok(())
     }
+
+    /// The cap as the runtime's connection registry takes it: `read_timeout_ms` is the
+    /// deadline for what a client sends first (a request head).
+    fn limits(&self) -> ConnectionConfig {
+        ConnectionConfig {
+            max_connections: self.max_connections,
+            preface_timeout_ms: self.read_timeout_ms,
+            idle_timeout_ms: self.read_timeout_ms,
+            write_stall_ms: self.write_stall_ms,
+        }
+    }
+
+    /// File descriptors the face may hold at most: its cap and the connections it is closing.
+    pub fn descriptors(&self) -> usize {
+        self.limits().descriptors()
+    }
 }
 
-/// What every handler shares: the gateway, the settings, the OpenAPI document (built once) and
-/// the signal that ends event streams.
+/// How the face names itself in its logs.
+const WORDS: PortWords = PortWords {
+    port: "gateway HTTP face",
+    cap_key: "gateway_http.max_connections",
+    opening: "request head",
+    work: "request",
+};
+
+/// What every handler shares: the gateway, the settings, the OpenAPI document (built once),
+/// the signal that ends event streams, and the face's connections.
 pub struct Face {
     gateway: Arc<GatewayService>,
     cfg: HttpConfig,
     openapi: Bytes,
     stop: watch::Receiver<bool>,
+    port: Arc<Port>,
 }
 
 /// Serves the HTTP face of `gateway` on `listener` (over TLS with `tls`, each connection's
@@ -122,53 +152,61 @@ where
 {
     let document = openapi::document().map_err(|e| e.message)?;
     let (stop_tx, stop) = watch::channel(false);
+    let port = Port::with_words("gateway_http", cfg.limits(), Arc::default(), WORDS);
     let face = Arc::new(Face {
         gateway,
         openapi: Bytes::from(document.to_string()),
         cfg,
         stop: stop.clone(),
+        port: Arc::clone(&port),
     });
-    let slots = Arc::new(Semaphore::new(face.cfg.max_connections));
     let mut connections = JoinSet::new();
     if let Ok(addr) = listener.local_addr() {
         let scheme = if tls.is_some() { "https" } else { "http" };
         tracing::info!(%addr, "gateway HTTP face: serving {scheme}://{addr} (/openapi.json)");
     }
     tokio::pin!(shutdown);
+    // The first refusal warns at once; the counts since then every WARN_EVERY.
+    let mut warn_tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + WARN_EVERY, WARN_EVERY);
+    warn_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            _ = warn_tick.tick() => {
+                port.warn_unreported();
+                continue;
+            }
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors and the like: wait a little rather than spin.
-                tracing::warn!(error = %e, "gateway HTTP face: accept failed");
+                port.accept_failed(&e);
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, "gateway HTTP face: too many connections; closing one");
+        // At the cap with nothing to make room: closed at once (dropped).
+        let Some((slot, conn)) = port.admit() else {
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (face, stop, tls) = (face.clone(), stop.clone(), tls.clone());
-        connections.spawn(async move {
-            let Some(tls) = tls else {
-                return connection(face, stream, peer, stop, permit).await;
-            };
-            match tls.accept(stream).await {
-                Ok(stream) => connection(face, stream, peer, stop, permit).await,
-                Err(e) => {
-                    tracing::info!(%peer, error = %e, "gateway HTTP face: TLS handshake refused")
-                }
-            }
-        });
+        connections.spawn(conn::connection(
+            Arc::clone(&face),
+            conn,
+            slot,
+            stream,
+            peer,
+            tls.clone(),
+            stop.clone(),
+        ));
     }
     let _ = stop_tx.send(true);
+    // Connections that have not sent a whole request head have nothing to finish.
+    port.stop();
     drop(listener);
     tracing::info!(
         connections = connections.len(),
@@ -180,44 +218,11 @@ where
     .await;
     if drained.is_err() {
         tracing::warn!(timeout = ?drain, "gateway HTTP face: drain deadline passed; closing the rest");
+        port.kill_all();
         connections.shutdown().await;
     }
+    port.warn_unreported();
     Ok(())
-}
-
-/// Serves one connection (HTTP/1.1, keep-alive) until it closes or the face stops.
-async fn connection<S>(
-    face: Arc<Face>,
-    stream: S,
-    peer: SocketAddr,
-    mut stop: watch::Receiver<bool>,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let read_timeout = Duration::from_millis(face.cfg.read_timeout_ms);
-    let io = io::StallGuard::new(stream, Duration::from_millis(face.cfg.write_stall_ms));
-    let handler = face.clone();
-    let service = hyper::service::service_fn(move |req| {
-        let face = handler.clone();
-        async move { Ok::<_, Infallible>(routes::handle(&face, req).await) }
-    });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(read_timeout)
-        .max_buf_size(64 * 1024)
-        .serve_connection(TokioIo::new(io), service);
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        r = conn.as_mut() => r,
-        () = stopped(&mut stop) => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = result {
-        tracing::debug!(%peer, error = %e, "gateway HTTP face: connection ended");
-    }
 }
 
 /// Resolves once `stop` turns true (or its sender is gone).

@@ -1,7 +1,9 @@
 //! The face's own deadlines and limits over a real loopback connection, on a gateway whose
 //! peers are not running (nothing here reaches them): a body that stops arriving, headers that
-//! never end, connections beyond the cap, and a shutdown that ends the server.
+//! never end, connections beyond the cap (which of them makes room for a new one, in
+//! `cap_tests`), and a shutdown that ends the server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -98,15 +100,9 @@ async fn connections_beyond_the_cap_are_closed_and_shutdown_ends_the_server() {
         ..HttpConfig::default()
     };
     let (addr, stop, task) = face(cfg).await;
-    // The first connection holds the only slot (idle keep-alive); the second is closed unread.
-    let mut first = TcpStream::connect(addr).await.unwrap();
-    first
-        .write_all(b"GET /openapi.json HTTP/1.1\r\nhost: t\r\n\r\n")
-        .await
-        .unwrap();
-    let mut buf = [0u8; 12];
-    first.read_exact(&mut buf).await.unwrap();
-    assert_eq!(&buf, b"HTTP/1.1 200");
+    // The first connection holds the only slot with a request in progress (its body is still
+    // to come); the second is closed unread.
+    let _first = busy(addr).await;
     let (reply, _) = exchange(addr, b"GET /openapi.json HTTP/1.1\r\nhost: t\r\n\r\n").await;
     assert_eq!(reply, "", "a second connection got an answer");
     stop.send(true).unwrap();
@@ -146,3 +142,22 @@ async fn a_client_that_sends_a_refused_body_whole_still_reads_the_answer() {
         );
     }
 }
+
+/// A connection with a request in progress that the client can see: its body is announced
+/// with `expect: 100-continue`, and the face says go on once the handler reads it.
+async fn busy(addr: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"POST /v1/tasks HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\nexpect: 100-continue\r\ncontent-length: 10\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 25];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut head))
+        .await
+        .expect("no 100 Continue within 5 s")
+        .unwrap();
+    assert_eq!(&head, b"HTTP/1.1 100 Continue\r\n\r\n");
+    s
+}
+
+#[path = "cap_tests.rs"]
+mod cap;
