@@ -140,7 +140,7 @@ pub fn routes(
 pub fn check_descriptors(config: &Config, services: &[Service]) -> Result<()> {
     let grpc = config.grpc.descriptors() * services.len();
     let http = if services.contains(&Service::Gateway) && config.listen.gateway_http != 0 {
-        config.gateway_http.max_connections
+        config.gateway_http.descriptors()
     } else {
         0
     };
