@@ -1,11 +1,12 @@
 //! Connection floods and slow clients against `droidmesh up` (six gRPC ports and the gateway's
 //! HTTP face in one process, a simulated phone, a scripted model), per face: silent
 //! connections far beyond the cap are held to it, every service keeps answering its health
-//! check and a real task completes while they last, they are closed by the preface (gRPC) or
-//! header (HTTP) deadline, a client that sends its first bytes slowly is cut the same way, and
-//! the process's memory comes back to where it was. Bounded: 1,500 connections per face, each
-//! wait with a deadline. `flood_memory_figures` (ignored by default) prints the figures for
-//! 20,000 attempted connections.
+//! check and a real task completes while they last (on the HTTP face a listing and a task
+//! submitted over HTTP answer at the first try, before the header deadline frees a slot), they
+//! are closed by the preface (gRPC) or header (HTTP) deadline, a client that sends its first
+//! bytes slowly is cut the same way, and the process's memory comes back to where it was.
+//! Bounded: 1,500 connections per face, each wait with a deadline. `flood_memory_figures` and
+//! `http_flood_answer_figures` (ignored by default) print figures.
 use super::*;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -69,12 +70,11 @@ async fn start_up(llm_url: &str, extra: &str) -> Up {
     ));
     let path = dir.join("droidmesh.toml");
     std::fs::write(&path, config).unwrap();
-    // The HTTP face warns once per connection it turns away (1,400 lines a flood here); the
-    // gRPC ports' warnings, at most one per 10 s, stay in view.
+    // Every face warns at its cap at most once per 10 s.
     let proc = Proc::spawn_env(
         "up",
         &["--config", path.to_str().unwrap(), "up", "--sims", "1"],
-        &[("RUST_LOG", "warn,droidmesh_gateway::http=error")],
+        &[("RUST_LOG", "warn")],
     )
     .unwrap();
     let endpoint = format!("http://127.0.0.1:{}", grpc[5]);
@@ -228,23 +228,76 @@ async fn trickle(port: u16, bytes: &[u8]) -> Duration {
     }
 }
 
-/// The HTTP face answers `GET /v1/devices` on a new connection.
-async fn http_answers(port: u16) -> Result<(), String> {
+/// One request to the HTTP face on a new connection (`connection: close`), answered within
+/// 5 s: its status and body, or why not.
+async fn http_call(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<(u16, String), String> {
     let mut c = TcpStream::connect(("127.0.0.1", port))
         .await
-        .map_err(|e| e.to_string())?;
-    c.write_all(b"GET /v1/devices HTTP/1.1\r\nHost: e2e\r\nConnection: close\r\n\r\n")
+        .map_err(|e| format!("connect: {e}"))?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: e2e\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    c.write_all(request.as_bytes())
         .await
-        .map_err(|e| e.to_string())?;
-    let mut head = [0u8; 12];
-    tokio::time::timeout(Duration::from_secs(5), c.read_exact(&mut head))
+        .map_err(|e| format!("send: {e}"))?;
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), c.read_to_end(&mut out))
         .await
         .map_err(|_| "no answer within 5 s".to_owned())?
         .map_err(|e| format!("closed: {e}"))?;
-    if head.starts_with(b"HTTP/1.1 200") {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&head).into_owned())
+    let text = String::from_utf8_lossy(&out);
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("closed without an answer: {text:?}"))?;
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((status, body.to_owned()))
+}
+
+/// The HTTP face answers `GET /v1/devices` (its listing of the phones, through the device
+/// service) on a new connection.
+async fn http_answers(port: u16) -> Result<(), String> {
+    match http_call(port, "GET", "/v1/devices", "").await? {
+        (200, _) => Ok(()),
+        (status, body) => Err(format!("{status}: {body}")),
+    }
+}
+
+/// Submits a one-step task over HTTP on a new connection: its id once the face answered 201.
+async fn http_submit(up: &Up) -> Result<String, String> {
+    let body = format!(r#"{{"goal":"Say done","device":"{}"}}"#, up.serial);
+    match http_call(up.http, "POST", "/v1/tasks", &body).await? {
+        (201, body) => serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["taskId"].as_str().map(str::to_owned))
+            .ok_or_else(|| format!("no task id in {body}")),
+        (status, body) => Err(format!("{status}: {body}")),
+    }
+}
+
+/// Waits (at most 60 s) until the task `id`, read over HTTP, has succeeded.
+async fn http_task_succeeds(port: u16, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let read = http_call(port, "GET", &format!("/v1/tasks/{id}"), "").await;
+        if let Ok((200, body)) = &read
+            && body.contains("TASK_STATE_SUCCEEDED")
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline && !format!("{read:?}").contains("TASK_STATE_FAILED"),
+            "the task submitted over HTTP did not succeed: {read:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -273,7 +326,7 @@ const FLOOD: usize = 1_500;
 #[tokio::test(flavor = "multi_thread")]
 async fn floods_and_slow_clients_on_either_face_leave_up_answering() {
     let llm =
-        MockLlmServer::start((0..3).map(|_| reply("```javascript\ncomplete(true, 'done')\n```")))
+        MockLlmServer::start((0..4).map(|_| reply("```javascript\ncomplete(true, 'done')\n```")))
             .await
             .unwrap();
     let up = start_up(
@@ -332,28 +385,32 @@ async fn floods_and_slow_clients_on_either_face_leave_up_answering() {
     );
     drop(g);
 
-    // HTTP: 1,500 silent connections to the HTTP face; the ones it holds are cut by its header
-    // deadline (2 s), so it answers again within that.
+    // HTTP: 1,500 silent connections to the HTTP face. At its cap each new connection takes
+    // the place of the oldest silent one, so once it has taken them all in (it holds at most
+    // its cap of them) and while the last ones are still held (their header deadline, 2 s,
+    // not passed), a listing and a task submitted over HTTP answer at the first try.
     let started = Instant::now();
     let silent = flood(up.http, FLOOD).await;
+    let flood_ended = Instant::now();
     let held_http = held_to(&silent, CAP, "HTTP flood").await;
-    let answered = loop {
-        match http_answers(up.http).await {
-            Ok(()) => break started.elapsed(),
-            Err(e) => assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "the HTTP face did not answer during its flood: {e}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    if let Err(e) = http_answers(up.http).await {
+        panic!("the HTTP face refused GET /v1/devices during its flood: {e}");
+    }
+    let task = http_submit(&up)
+        .await
+        .unwrap_or_else(|e| panic!("the HTTP face refused a task during its flood: {e}"));
+    let answered = flood_ended.elapsed();
+    let still_held = silent.iter().filter(|c| still_open(c)).count();
     all_healthy(&up, "during the HTTP flood").await;
+    http_task_succeeds(up.http, &task).await;
     for c in silent {
         closed_within(c, Duration::from_secs(10), "a silent HTTP connection").await;
     }
     eprintln!(
-        "HTTP flood: {FLOOD} connections, {held_http} held (cap {CAP}), answered {answered:?} \
-         after the first"
+        "HTTP flood: {FLOOD} connections, {held_http} held (cap {CAP}); a listing and a task \
+         answered {answered:?} after its end, {still_held} of its connections still held then; \
+         all closed {:?} after the first",
+        started.elapsed()
     );
     let cut = trickle(up.http, b"GET /v1/devices HTTP/1.1\r\nHost: e2e\r\n").await;
     assert!(
@@ -370,45 +427,4 @@ async fn floods_and_slow_clients_on_either_face_leave_up_answering() {
 /// The start of the HTTP/2 client preface, sent a byte at a time by a slow client.
 const PREFACE_START: [u8; 16] = *b"PRI * HTTP/2.0\r\n";
 
-/// Figures: 20,000 connection attempts that send nothing against one gRPC port of `up` with
-/// the default settings (1024 connections, 10 s preface deadline): how many the port held, how
-/// long until the last was closed, and the process's memory before, at its peak and after.
-/// `cargo test -p droidmesh-e2e --test e2e flood_memory_figures -- --ignored --nocapture`
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "a measurement: prints figures, takes about half a minute"]
-async fn flood_memory_figures() {
-    let llm = MockLlmServer::start(vec![reply("```javascript\ncomplete(true, 'done')\n```")])
-        .await
-        .unwrap();
-    let up = start_up(&llm.url(), "").await;
-    a_task_completes(&up, "warm-up").await;
-    let before = up.rss_kib();
-    let started = Instant::now();
-    let mut peak = before;
-    let mut held = Vec::new();
-    for i in 0..20_000 {
-        if let Ok(c) = TcpStream::connect(("127.0.0.1", up.gateway())).await {
-            held.push(c);
-        }
-        if i % 500 == 499 {
-            held.retain(still_open);
-            peak = peak.max(up.rss_kib());
-        }
-    }
-    held.retain(still_open);
-    let most_held = held.len();
-    let health_took = health(up.gateway()).await;
-    peak = peak.max(up.rss_kib());
-    let opened = started.elapsed();
-    for c in held {
-        closed_within(c, Duration::from_secs(30), "a silent connection").await;
-    }
-    let all_closed = started.elapsed();
-    let after = memory_back(&up, before, 64 * 1024).await;
-    println!(
-        "20000 attempted: {most_held} held at the end of the flood (opened in {opened:?}), \
-         health on a new connection during it: {health_took:?}, the last closed {all_closed:?} \
-         after the first; RSS {before} KiB before, {peak} KiB peak (+{} KiB), {after} KiB after",
-        peak - before
-    );
-}
+mod figures;
