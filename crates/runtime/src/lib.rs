@@ -3,6 +3,7 @@
 //! bootstrap (health, reflection, trace context, RPC metrics, graceful drain) and the gRPC
 //! client stack (timeouts, balancing, trace context), and TLS for both (`[tls]`).
 
+pub mod allowed;
 pub mod balance;
 pub mod client;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod telemetry;
 pub mod tls;
 pub mod trace_context;
 
+pub use allowed::AllowedEndpoints;
 pub use client::{ChannelCache, ClientOptions, TracedChannel, connect, connect_mesh, traced};
 pub use config::{ConfigSource, Validate, load_config};
 pub use error::{Result, RuntimeError};
