@@ -125,6 +125,7 @@ impl ExecutorService for ScriptedExecutor {
                         serial,
                         include_screenshot: false,
                         screenshot_max_side: 0,
+                        masks: Vec::new(),
                     })
                     .await
                     .unwrap()

@@ -256,6 +256,7 @@ impl ExecutorService for Executor {
                         serial: lease.serial.clone(),
                         include_screenshot: false,
                         screenshot_max_side: 0,
+                        masks: Vec::new(),
                     })
                     .await?
                     .into_inner();

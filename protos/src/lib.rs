@@ -8,6 +8,16 @@ pub mod v1 {
 
 mod json;
 
+/// Shows a mask's field but never its secret (requests are printed with `{:?}` in logs).
+impl std::fmt::Debug for v1::SecretMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretMask")
+            .field("secret", &format_args!("<{} characters>", self.secret.chars().count()))
+            .field("field", &self.field)
+            .finish()
+    }
+}
+
 pub use json::{json_to_struct, json_to_value, struct_to_json, value_to_json};
 
 /// Encoded `FileDescriptorSet` of every droidmesh proto, for gRPC reflection.

@@ -381,6 +381,7 @@ async fn main() {
                 serial: mesh.serials[0].clone(),
                 include_screenshot: false,
                 screenshot_max_side: 0,
+                masks: Vec::new(),
             })
             .await
             .unwrap();
@@ -996,6 +997,7 @@ async fn device_footprint() {
                 serial: serial.clone(),
                 include_screenshot: true,
                 screenshot_max_side: 1024,
+                masks: Vec::new(),
             })
             .await
             .unwrap();

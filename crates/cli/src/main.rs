@@ -299,6 +299,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                     serial: serial.clone(),
                     include_screenshot: false,
                     screenshot_max_side: 0,
+                    masks: Vec::new(),
                 })
                 .await
                 .map_err(call_failed)

@@ -104,6 +104,7 @@ impl Loop<'_> {
         let req = droidmesh_proto::v1::TakeScreenshotRequest {
             serial: self.ctx.lease.serial.clone(),
             max_side: SCREENSHOT_MAX_SIDE,
+            masks: Vec::new(),
         };
         match self.guarded(device.take_screenshot(req)).await {
             Ok(Ok(shot)) => {

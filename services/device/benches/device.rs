@@ -260,6 +260,7 @@ async fn bench_device(iters: usize) {
         serial: serial.clone(),
         include_screenshot: false,
         screenshot_max_side: 0,
+        masks: Vec::new(),
     };
     let mut times = Vec::new();
     let mut elements = 0;

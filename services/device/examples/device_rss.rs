@@ -84,6 +84,7 @@ fn main() {
                         serial: s,
                         include_screenshot: round > 0,
                         screenshot_max_side: 0,
+                        masks: Vec::new(),
                     })
                     .await
                     .unwrap()

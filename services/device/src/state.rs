@@ -165,6 +165,7 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
         screenshot: shot,
         captured_at_ms: now_unix_ms(),
         ui_source: observed.source.name().into(),
+        screenshot_withheld: String::new(),
     })
 }
 

@@ -28,6 +28,7 @@ pub async fn observe(
         serial: serial.to_owned(),
         include_screenshot: screenshot,
         screenshot_max_side: max_side,
+        masks: Vec::new(),
     };
     let state = match device.client().get_state(request).await {
         Ok(r) => r.into_inner(),

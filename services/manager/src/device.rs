@@ -77,6 +77,7 @@ impl Devices {
             serial: serial.clone(),
             include_screenshot: screenshot,
             screenshot_max_side: self.screenshot_max_side,
+            masks: Vec::new(),
         };
         client
             .get_state(req)

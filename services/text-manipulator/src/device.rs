@@ -67,6 +67,7 @@ pub async fn read_state(
         serial: serial.to_owned(),
         include_screenshot: false,
         screenshot_max_side: 0,
+        masks: Vec::new(),
     };
     client
         .get_state(request)

@@ -163,6 +163,7 @@ impl Rig {
                 serial: self.serial.clone(),
                 include_screenshot: false,
                 screenshot_max_side: 0,
+                masks: Vec::new(),
             })
             .await
             .unwrap()

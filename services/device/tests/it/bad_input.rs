@@ -111,7 +111,7 @@ async fn every_rpc_refuses_bad_input_with_a_clear_status() {
         ),
         (
             "screenshot: unknown serial",
-            call!(c, take_screenshot, TakeScreenshotRequest { serial: "no-such-phone".into(), max_side: 0 }),
+            call!(c, take_screenshot, TakeScreenshotRequest { serial: "no-such-phone".into(), max_side: 0, masks: Vec::new() }),
             Code::NotFound,
             "device no-such-phone is not known".into(),
         ),

@@ -66,6 +66,7 @@ pub async fn state(client: &mut Client, serial: &str) -> UiState {
             serial: serial.into(),
             include_screenshot: false,
             screenshot_max_side: 0,
+            masks: Vec::new(),
         })
         .await
         .unwrap()
