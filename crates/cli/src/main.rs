@@ -56,6 +56,10 @@ enum Command {
         /// which answers the UI tree through `content query` at once.
         #[arg(long)]
         portal: bool,
+        /// A TOML app set to use instead of the built-in one (the format of
+        /// `crates/sim/apps/default.toml`).
+        #[arg(long, value_name = "FILE")]
+        apps: Option<std::path::PathBuf>,
     },
     /// Run a task and show its progress (starts the mesh in-process unless --gateway is given).
     Run(Box<run::RunArgs>),
@@ -176,6 +180,7 @@ async fn real_main(cli: Cli) -> Result<()> {
             realtime,
             dump_ms,
             portal,
+            apps,
         } => {
             let opts = droidmesh_sim::SimOptions {
                 host,
@@ -184,6 +189,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                 realtime,
                 dump_cost: dump_ms.map(std::time::Duration::from_millis),
                 portal,
+                apps_file: apps,
                 ..droidmesh_sim::SimOptions::default()
             };
             droidmesh_sim::run_until_signal(opts)

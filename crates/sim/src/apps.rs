@@ -88,6 +88,10 @@ pub enum Widget {
         /// Show this field's value instead of `text`.
         #[serde(default)]
         field: String,
+        /// Content description (expanded like `text`), as an app labels a view for
+        /// accessibility.
+        #[serde(default)]
+        desc: String,
     },
     Row {
         #[serde(default)]

@@ -146,7 +146,12 @@ impl Builder<'_> {
     fn widget(&mut self, w: &Widget) {
         let dev = self.dev;
         match w {
-            Widget::Text { id, text, field } => {
+            Widget::Text {
+                id,
+                text,
+                field,
+                desc,
+            } => {
                 let value = if field.is_empty() {
                     dev.expand(text)
                 } else {
@@ -163,6 +168,7 @@ impl Builder<'_> {
                         class: "android.widget.TextView",
                         resource_id: self.rid(id),
                         text: value,
+                        content_desc: dev.expand(desc),
                         bounds: b,
                         style: Style::Text,
                         ..Node::default()
