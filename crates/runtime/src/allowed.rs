@@ -9,8 +9,7 @@ use std::net::IpAddr;
 /// A request named an endpoint outside the allowed ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "'{endpoint}' is not the configured device service nor listed in {setting}: add it to \
-     {setting} to allow it"
+    "not the configured device service nor listed in {setting}: add it to {setting} to allow it"
 )]
 pub struct NotAllowed {
     /// The endpoint as the request named it.
