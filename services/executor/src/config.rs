@@ -1,6 +1,9 @@
 //! The executor's settings (`[executor]` in droidmesh.toml).
 use serde::Deserialize;
 
+/// The setting that lists the device services a request may name.
+pub const DEVICE_ENDPOINTS: &str = "executor.device_endpoints";
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExecutorConfig {
@@ -25,6 +28,10 @@ pub struct ExecutorConfig {
     /// last at most 10 s); a device service that does not answer in time fails the step,
     /// named with its endpoint.
     pub device_call_timeout_ms: u64,
+    /// Device services a request may name besides the configured one (`endpoints.device`),
+    /// e.g. `["http://devices-b:50051"]`; a request naming any other is refused before a
+    /// connection is made. Compared by scheme, host (any case), port (80/443 when left out).
+    pub device_endpoints: Vec<String>,
     /// Runs let into their start at once (setup, the first device read and prompt, until the
     /// first model call goes out), in arrival order; later ones wait their turn (see
     /// `droidmesh_executor::admission`). Unset: 4 per CPU core; 0: no limit.
@@ -46,6 +53,7 @@ impl Default for ExecutorConfig {
             human_wait_ms: 600_000,
             prompts_dir: None,
             device_call_timeout_ms: 30_000,
+            device_endpoints: Vec::new(),
             start_places: None,
             start_hold_ms: 20,
         }
@@ -91,6 +99,7 @@ impl ExecutorConfig {
                 self.start_hold_ms
             ));
         }
+        droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)?;
         if self.max_consecutive_failures == 0 {
             return Err("executor.max_consecutive_failures must be at least 1".into());
         }
@@ -124,5 +133,16 @@ mod tests {
                 "{err}"
             );
         }
+        let bad = ExecutorConfig {
+            device_endpoints: vec!["ftp://devices:21".into()],
+            ..ExecutorConfig::default()
+        };
+        let err = bad.validate().unwrap_err();
+        assert!(
+            err.starts_with(
+                "executor.device_endpoints entry 'ftp://devices:21' is not an endpoint"
+            ),
+            "{err}"
+        );
     }
 }

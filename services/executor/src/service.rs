@@ -105,11 +105,21 @@ impl Executor {
                     "device.lease is required: the gateway leases the device first".into(),
                 )
             })?;
-        let endpoint = if binding.endpoint.trim().is_empty() {
-            self.default_device.clone()
-        } else {
-            binding.endpoint
-        };
+        // Only a device service this executor is configured with is ever dialled, in its
+        // configured spelling: the request's endpoint only chooses among them.
+        let endpoint = droidmesh_runtime::AllowedEndpoints::new(
+            &self.default_device,
+            &self.cfg.device_endpoints,
+            crate::config::DEVICE_ENDPOINTS,
+        )
+        .and_then(|allowed| allowed.pick(&binding.endpoint).map_err(|e| e.to_string()))
+        .map_err(|detail| ExecutorError::DeviceEndpoint {
+            endpoint: match binding.endpoint.trim() {
+                "" => self.default_device.clone(),
+                named => named.to_owned(),
+            },
+            detail,
+        })?;
         let channel = self
             .devices
             .get(&endpoint)

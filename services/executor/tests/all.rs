@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod codeact;
 mod echo;
+mod endpoints;
 mod models;
 mod rig;
 mod subgoal;

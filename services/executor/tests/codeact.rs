@@ -524,18 +524,19 @@ async fn bad_code_act_streams_are_refused_before_anything_runs() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_start_stuck_on_its_device_holds_back_the_next_start_for_the_hold_only() {
     let hold = Duration::from_millis(600);
+    // A device service that accepts connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let cfg = ExecutorConfig {
         step_timeout_ms: 5_000,
         device_call_timeout_ms: 30_000,
         start_places: Some(1),
         start_hold_ms: u64::try_from(hold.as_millis()).unwrap(),
+        device_endpoints: vec![format!("http://{}", silent.local_addr().unwrap())],
         ..ExecutorConfig::default()
     };
     let rig = rig_with(vec![], cfg).await;
     rig.llm
         .set_fallback(reply("```js\ncomplete(true, 'done')\n```"));
-    // A device service that accepts connections and never answers.
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let stuck = CodeActStart {
         task_id: "t-stuck".into(),
         goal: "Wait on a silent device".into(),

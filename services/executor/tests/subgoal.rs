@@ -15,7 +15,7 @@ use droidmesh_proto::v1::{
 use serde_json::{Value, json};
 use tonic::Code;
 
-use crate::rig::{Rig, reply, rig, rig_full};
+use crate::rig::{Rig, reply, rig, rig_full, rig_with};
 
 /// A leased device with `package` in front.
 struct Leased {
@@ -339,11 +339,16 @@ async fn a_stale_lease_is_a_failed_result_from_the_device() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_device_service_that_cannot_be_reached_is_a_failed_result() {
-    let rig = rig(vec![reply(r#"{"action": "back"}"#)]).await;
-    let leased = lease(&rig, "com.android.settings").await;
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = closed.local_addr().unwrap();
     drop(closed);
+    let cfg = ExecutorConfig {
+        step_timeout_ms: 5_000,
+        device_endpoints: vec![format!("http://{addr}")],
+        ..ExecutorConfig::default()
+    };
+    let rig = rig_with(vec![reply(r#"{"action": "back"}"#)], cfg).await;
+    let leased = lease(&rig, "com.android.settings").await;
     let mut req = request(&leased, "Go back");
     req.device.as_mut().unwrap().endpoint = format!("http://{addr}");
     let resp = execute(&rig, req).await.unwrap();
