@@ -1,6 +1,9 @@
 //! The manager's settings (`[manager]` in droidmesh.toml).
 use serde::Deserialize;
 
+/// The setting that lists the device services a request may name.
+pub const DEVICE_ENDPOINTS: &str = "manager.device_endpoints";
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ManagerConfig {
@@ -11,6 +14,10 @@ pub struct ManagerConfig {
     /// Device service channels kept open, one per endpoint; the least recently used one is
     /// closed when a new endpoint would exceed it.
     pub device_channels: usize,
+    /// Device services a request may name besides the configured one (`endpoints.device`),
+    /// e.g. `["http://devices-b:50051"]`; a request naming any other is refused before a
+    /// connection is made. Compared by scheme, host (any case), port (80/443 when left out).
+    pub device_endpoints: Vec<String>,
     /// Folder of prompt templates overriding the embedded ones (same relative paths).
     pub prompts_dir: Option<String>,
 }
@@ -21,6 +28,7 @@ impl Default for ManagerConfig {
             screenshot_max_side: 1024,
             device_timeout_ms: 30_000,
             device_channels: 16,
+            device_endpoints: Vec::new(),
             prompts_dir: None,
         }
     }
@@ -43,6 +51,7 @@ impl ManagerConfig {
         if self.device_channels == 0 {
             return Err("manager.device_channels must be at least 1".into());
         }
+        droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)?;
         Ok(())
     }
 }
@@ -61,6 +70,16 @@ mod tests {
         .validate()
         .unwrap_err();
         assert!(err.contains("manager.device_channels"), "{err}");
+        let err = ManagerConfig {
+            device_endpoints: vec!["http://".into()],
+            ..ManagerConfig::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            err.starts_with("manager.device_endpoints entry 'http://' is not an endpoint"),
+            "{err}"
+        );
         let parsed: Result<ManagerConfig, _> = serde_json::from_str(r#"{"device_chanels": 3}"#);
         assert!(parsed.is_err());
     }

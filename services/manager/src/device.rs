@@ -1,27 +1,31 @@
-//! Reading the task's device through the device service. Reads need no lease. Channels are
-//! kept per endpoint in a bounded cache (`ChannelCache`), so a plan does not open a connection
-//! of its own.
+//! Reading the task's device through the device service. Reads need no lease. Only the
+//! device services this manager is configured with are read (`AllowedEndpoints`: its default
+//! and `manager.device_endpoints`); channels are kept per endpoint in a bounded cache
+//! (`ChannelCache`), so a plan does not open a connection of its own.
 use std::time::Duration;
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{DeviceBinding, GetStateRequest, UiState};
-use droidmesh_runtime::{ChannelCache, ClientOptions, TracedChannel};
+use droidmesh_runtime::{AllowedEndpoints, ChannelCache, ClientOptions, TracedChannel};
 
-use crate::config::ManagerConfig;
+use crate::config::{DEVICE_ENDPOINTS, ManagerConfig};
 use crate::error::ManagerError;
 
 pub(crate) struct Devices {
-    /// Device service used when a request names none; may be empty.
-    default_endpoint: String,
+    /// The device services a request may name; the default one (used when a request names
+    /// none) may be empty.
+    allowed: AllowedEndpoints,
     screenshot_max_side: u32,
     channels: ChannelCache,
 }
 
 impl Devices {
-    /// Checks the default endpoint now, so a bad one fails at start rather than at a plan.
+    /// Checks the endpoints now, so a bad one fails at start rather than at a plan.
     pub(crate) fn new(cfg: &ManagerConfig, default_endpoint: String) -> Result<Self, String> {
+        let allowed =
+            AllowedEndpoints::new(&default_endpoint, &cfg.device_endpoints, DEVICE_ENDPOINTS)?;
         let devices = Self {
-            default_endpoint: default_endpoint.trim().to_owned(),
+            allowed,
             screenshot_max_side: cfg.screenshot_max_side,
             channels: ChannelCache::new(
                 ClientOptions {
@@ -31,10 +35,10 @@ impl Devices {
                 cfg.device_channels,
             ),
         };
-        if !devices.default_endpoint.is_empty() {
+        for endpoint in devices.allowed.configured() {
             devices
-                .channel(&devices.default_endpoint)
-                .map_err(|e| format!("default device service: {e}"))?;
+                .channel(endpoint)
+                .map_err(|e| format!("device service {endpoint}: {e}"))?;
         }
         Ok(devices)
     }
@@ -62,11 +66,11 @@ impl Devices {
                     .into(),
             ));
         }
-        let endpoint = binding
-            .map(|b| b.endpoint.trim())
-            .filter(|e| !e.is_empty())
-            .unwrap_or(&self.default_endpoint)
-            .to_owned();
+        let named = binding.map_or("", |b| b.endpoint.trim());
+        // Only a configured device service is read, in its configured spelling.
+        let endpoint = self.allowed.pick(named).map_err(|e| {
+            ManagerError::InvalidArgument(format!("device endpoint '{named}': {e}"))
+        })?;
         if endpoint.is_empty() {
             return Err(ManagerError::InvalidArgument(
                 "device.endpoint is empty and this manager has no default device service".into(),
@@ -121,5 +125,10 @@ mod tests {
             Err(ManagerError::InvalidArgument(_))
         ));
         assert!(Devices::new(&cfg, "::::".into()).is_err());
+        let listed = ManagerConfig {
+            device_endpoints: vec!["http://exa mple:1".into()],
+            ..ManagerConfig::default()
+        };
+        assert!(Devices::new(&listed, "http://127.0.0.1:1".into()).is_err());
     }
 }

@@ -2,5 +2,6 @@
 //! and for `Plan` the real device service over a simulated device.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod bad_input;
+mod endpoints;
 mod plan;
 mod structured;

@@ -36,6 +36,11 @@ fn reply(text: &str) -> MockResponse {
 /// A simulated phone behind the real device service, a scripted model, and the manager,
 /// whose default device service is the rig's.
 pub(crate) async fn rig(replies: &[&str]) -> Rig {
+    rig_with(replies, ManagerConfig::default()).await
+}
+
+/// [`rig`] with the manager configured by `cfg`.
+pub(crate) async fn rig_with(replies: &[&str], cfg: ManagerConfig) -> Rig {
     let fleet = droidmesh_sim::start(SimOptions {
         base_port: 0,
         devices: 1,
@@ -59,7 +64,7 @@ pub(crate) async fn rig(replies: &[&str]) -> Rig {
         llm.url()
     );
     let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
-    let svc = manager_service(ManagerConfig::default(), client, device_ep.clone()).unwrap();
+    let svc = manager_service(cfg, client, device_ep.clone()).unwrap();
     let ep = serve(tonic::transport::Server::builder().add_service(svc)).await;
     Rig {
         _fleet: fleet,
@@ -98,7 +103,7 @@ impl Rig {
     }
 
     /// The text of the `i`-th prompt (text parts joined when images come with it).
-    fn prompt(&self, i: usize) -> String {
+    pub(crate) fn prompt(&self, i: usize) -> String {
         match &self.body(i)["messages"][0]["content"] {
             Value::String(s) => s.clone(),
             Value::Array(parts) => parts
@@ -366,7 +371,12 @@ async fn the_task_s_model_override_is_used_and_vision_attaches_the_screen() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_requests_unusable_models_and_unreadable_devices_are_errors() {
-    let rig = rig(&[]).await;
+    // A device service that is not there, listed so the manager may read from it.
+    let cfg = ManagerConfig {
+        device_endpoints: vec!["http://127.0.0.1:1".into()],
+        ..ManagerConfig::default()
+    };
+    let rig = rig_with(&[], cfg).await;
     let err = rig.plan(rig.request("  ")).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     let err = rig
