@@ -1,6 +1,6 @@
 //! Who is calling: API keys sent as `authorization: Bearer <key>`, kept hashed (SHA-256, hex)
-//! in a keys file (`gateway.auth.keys_file`), each naming its tenant and optionally an expiry
-//! and the devices it may use. The file is read again when it changes (its modification time
+//! in a keys file (`gateway.auth.keys_file`), each naming its tenant and optionally an expiry,
+//! the devices it may use and the secrets its tasks may type. The file is read again when it changes (its modification time
 //! and size are looked at most once a second), so keys rotate without a restart; a new file
 //! that does not parse keeps the previous keys and the log says why. Without a keys file every
 //! caller is the one implicit tenant (`""`).
@@ -26,8 +26,8 @@ pub const OPEN_TENANT: &str = "";
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
-    /// The keys file (TOML, `[[key]]` tables: `tenant`, `sha256`, optional `expires_unix`
-    /// and `devices`). Unset: no keys, every caller is one tenant, which is only allowed when
+    /// The keys file (TOML, `[[key]]` tables: `tenant`, `sha256`, optional `expires_unix`,
+    /// `devices` and `secrets`). Unset: no keys, every caller is one tenant, which is only allowed when
     /// the gateway listens on loopback (or `open` says so).
     pub keys_file: Option<PathBuf>,
     /// Serve without keys even when listening beyond loopback (anyone who reaches the port
@@ -62,7 +62,14 @@ struct KeyEntry {
     /// Device serials the key may lease; absent or empty: any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     devices: Vec<String>,
+    /// Ids of the secrets the key's tasks may name in `secret_ids` (case-insensitive);
+    /// absent or empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    secrets: Vec<String>,
 }
+
+/// Longest secret id a keys file may list.
+const MAX_SECRET_ID_BYTES: usize = 128;
 
 /// The caller of an RPC, once its key is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +77,9 @@ pub struct Caller {
     pub tenant: String,
     /// The only devices it may use; `None`: any.
     pub devices: Option<Vec<String>>,
+    /// The only secret ids its tasks may name, lower case; `None`: any the executors hold
+    /// (the open tenant of a gateway without keys).
+    pub secrets: Option<Vec<String>>,
 }
 
 impl Caller {
@@ -78,7 +88,15 @@ impl Caller {
         Self {
             tenant: OPEN_TENANT.to_owned(),
             devices: None,
+            secrets: None,
         }
+    }
+
+    /// Whether its tasks may name the secret `id` (ids are case-insensitive).
+    pub fn may_name_secret(&self, id: &str) -> bool {
+        self.secrets
+            .as_ref()
+            .is_none_or(|s| s.iter().any(|k| k.eq_ignore_ascii_case(id)))
     }
 
     /// Whether it may use the device `serial`.
@@ -110,6 +128,7 @@ pub fn key_entry(
     key: &str,
     tenant: &str,
     devices: &[String],
+    secrets: &[String],
     expires_unix: Option<u64>,
 ) -> Result<String, String> {
     #[derive(serde::Serialize)]
@@ -121,6 +140,7 @@ pub fn key_entry(
         sha256: hash_key(key),
         expires_unix,
         devices: devices.to_vec(),
+        secrets: secrets.iter().map(|s| s.to_ascii_lowercase()).collect(),
     };
     let text = toml::to_string(&One { key: [&entry] }).map_err(|e| e.to_string())?;
     parse(&text)?;
@@ -196,6 +216,7 @@ impl Keys {
         Ok(Caller {
             tenant: entry.tenant.clone(),
             devices: (!entry.devices.is_empty()).then(|| entry.devices.clone()),
+            secrets: Some(entry.secrets.clone()),
         })
     }
 }
@@ -285,7 +306,7 @@ fn read(path: &Path) -> Result<Parsed, String> {
 fn parse(text: &str) -> Result<HashMap<String, KeyEntry>, String> {
     let file: KeysFile = toml::from_str(text).map_err(|e| e.message().to_owned())?;
     let mut by_hash = HashMap::with_capacity(file.key.len());
-    for (i, k) in file.key.into_iter().enumerate() {
+    for (i, mut k) in file.key.into_iter().enumerate() {
         let n = i + 1;
         if k.tenant.trim().is_empty() || k.tenant.len() > 128 {
             return Err(format!(
@@ -301,11 +322,34 @@ fn parse(text: &str) -> Result<HashMap<String, KeyEntry>, String> {
                 hash.len()
             ));
         }
+        for id in &mut k.secrets {
+            check_secret_id(id).map_err(|e| format!("key {n} (tenant '{}'): {e}", k.tenant))?;
+            id.make_ascii_lowercase();
+        }
         if by_hash.insert(hash, k).is_some() {
             return Err(format!("key {n}: the same sha256 is listed twice"));
         }
     }
     Ok(by_hash)
+}
+
+/// A secret id as a keys file may list it: what names an environment variable
+/// (`DROIDMESH_SECRET_<ID>`) and a Kubernetes Secret's key (a file) alike.
+fn check_secret_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_SECRET_ID_BYTES
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "secret id {id:?} must be 1 to {MAX_SECRET_ID_BYTES} letters, digits, '_', '-' or '.' \
+             (not starting with '.')"
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -325,7 +369,14 @@ mod tests {
         let key = new_key();
         assert!(key.starts_with("dmk_") && key.len() == 68, "{key}");
         assert_ne!(key, new_key());
-        let entry = key_entry(&key, "acme \"x\"", &["s1".into()], Some(5)).unwrap();
+        let entry = key_entry(
+            &key,
+            "acme \"x\"",
+            &["s1".into()],
+            &["PIN".into(), "mail_password".into()],
+            Some(5),
+        )
+        .unwrap();
         assert!(!entry.contains(&key), "{entry}");
         let keys = parse(&entry).unwrap();
         let k = &keys[&hash_key(&key)];
@@ -333,7 +384,10 @@ mod tests {
             (k.tenant.as_str(), k.devices.as_slice(), k.expires_unix),
             ("acme \"x\"", ["s1".to_owned()].as_slice(), Some(5))
         );
-        assert!(key_entry(&key, " ", &[], None).is_err());
+        assert_eq!(k.secrets, ["pin", "mail_password"]);
+        assert!(key_entry(&key, " ", &[], &[], None).is_err());
+        let e = key_entry(&key, "acme", &[], &["../etc/passwd".into()], None).unwrap_err();
+        assert!(e.contains("secret id \"../etc/passwd\" must be"), "{e}");
     }
 
     #[test]

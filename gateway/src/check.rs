@@ -1,8 +1,10 @@
 //! What the gateway accepts from clients: task requests (non-empty goal, step budget, a JSON
-//! Schema, known mode, sizes within the configured caps) and the texts of messages.
+//! Schema, known mode, sizes within the configured caps, only secret ids the caller's key
+//! lists) and the texts of messages.
 use droidmesh_proto::v1::{Mode, TaskRequest, TaskState};
 use prost::Message as _;
 
+use crate::auth::Caller;
 use crate::config::GatewayConfig;
 use crate::conversations::MAX_ID_CHARS;
 use crate::error::GatewayError;
@@ -51,6 +53,21 @@ pub fn task_request(cfg: &GatewayConfig, req: &TaskRequest) -> Result<(), Gatewa
             "mode {} is not a known Mode (1 = MODE_DIRECT, 2 = MODE_REASONING)",
             req.mode
         )),
+    }
+}
+
+/// Refuses a secret id the caller's key does not list, in the same words whether another
+/// tenant has a secret of that id or nobody does, naming the id as the caller wrote it (cut
+/// to 100 characters). A caller without keys (the open tenant) may name any: the executor
+/// refuses one it does not hold.
+pub fn secret_ids(caller: &Caller, req: &TaskRequest) -> Result<(), GatewayError> {
+    match req.secret_ids.iter().find(|id| !caller.may_name_secret(id)) {
+        Some(id) => bad(format!(
+            "secret_ids: '{}' is not a secret this key may use; name only the secrets listed \
+             for the key (`secrets` in its keys file entry)",
+            crate::store::cut(id, 100)
+        )),
+        None => Ok(()),
     }
 }
 
@@ -109,6 +126,38 @@ mod tests {
                 .unwrap_err()
                 .contains("must be a JSON Schema object")
         );
+    }
+
+    #[test]
+    fn secret_ids_are_checked_against_the_key_case_insensitively() {
+        let req = |ids: &[&str]| TaskRequest {
+            goal: "go".into(),
+            secret_ids: ids.iter().map(|s| s.to_string()).collect(),
+            ..TaskRequest::default()
+        };
+        let keyed = Caller {
+            tenant: "acme".into(),
+            devices: None,
+            secrets: Some(vec!["pin".into()]),
+        };
+        assert!(secret_ids(&keyed, &req(&["PIN", "pin"])).is_ok());
+        let e = secret_ids(&keyed, &req(&["pin", "Card"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("secret_ids: 'Card' is not a secret this key may use;"),
+            "{e}"
+        );
+        let none = Caller {
+            secrets: Some(Vec::new()),
+            ..keyed
+        };
+        assert!(secret_ids(&none, &req(&[])).is_ok());
+        assert!(secret_ids(&none, &req(&["pin"])).is_err());
+        // Without keys every id may be named: the executor refuses one it does not hold.
+        assert!(secret_ids(&Caller::open(), &req(&["anything"])).is_ok());
+        let long = "x".repeat(500);
+        let e = secret_ids(&none, &req(&[&long])).unwrap_err().to_string();
+        assert!(e.len() < 400 && e.contains('…'), "{e}");
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl GatewayService {
     /// Opens the task store the config names, recovers what a stopped gateway left unfinished
     /// there (in the background; RPCs wait for it) and starts its writer. Must be called
     /// within a Tokio runtime.
-    pub fn new(deps: Deps) -> Result<Self, String> {
+    pub fn new(mut deps: Deps) -> Result<Self, String> {
         let cfg = &deps.cfg;
         let retention = Retention {
             keep: cfg.keep_finished_tasks,
@@ -103,6 +103,7 @@ impl GatewayService {
                 )
             }
         };
+        deps.store = Some(store.clone());
         Ok(Self {
             deps,
             store,
@@ -187,6 +188,7 @@ impl GatewayService {
         req: TaskRequest,
     ) -> Result<Arc<TaskEntry>, GatewayError> {
         check::task_request(&self.deps.cfg, &req)?;
+        check::secret_ids(&caller, &req)?;
         if !req.device.is_empty() && !caller.may_use(&req.device) {
             return Err(GatewayError::PermissionDenied(format!(
                 "device '{}' is not among the devices this API key may use; leave device empty \
@@ -208,10 +210,17 @@ impl GatewayService {
         let lease = if req.wait_for_device {
             None
         } else {
-            let acquired =
-                crate::queue::acquire(&self.deps, &req.device, &id, caller.devices.as_deref())
-                    .await;
-            Some(acquired.map_err(|s| GatewayError::from_lease(&self.deps.device_endpoint, &s))?)
+            let allowed = caller.devices.as_deref();
+            match crate::queue::acquire(&self.deps, &req.device, &id, allowed).await {
+                Ok(lease) => Some(lease),
+                Err(s) if crate::busy::is_busy(&s) => {
+                    let why =
+                        crate::busy::refusal(&self.deps, &caller.tenant, &req.device, allowed, &s)
+                            .await;
+                    return Err(GatewayError::DeviceBusy(why));
+                }
+                Err(s) => return Err(GatewayError::from_lease(&self.deps.device_endpoint, &s)),
+            }
         };
         let now = now_ms();
         let task = Task {
@@ -500,7 +509,9 @@ impl Gateway for GatewayService {
                 &s,
             )))
         })?;
-        list.get_mut().devices.retain(|d| caller.may_use(&d.serial));
+        let devices = &mut list.get_mut().devices;
+        devices.retain(|d| caller.may_use(&d.serial));
+        crate::busy::hide_foreign_holders(&self.deps, &caller.tenant, devices).await;
         Ok(list)
     }
 }
