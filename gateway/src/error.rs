@@ -132,9 +132,10 @@ pub enum GatewayError {
     Unsupported(String),
     #[error("no task with id '{id}' (finished tasks are kept for a while, then forgotten)")]
     TaskNotFound { id: String },
-    /// The device asked for is leased by someone else.
-    #[error("{}; set wait_for_device to queue the task until the device is free", .0.message)]
-    DeviceBusy(PeerError),
+    /// The device asked for (or every device) is leased, in words that name only the
+    /// caller's own tasks ([`crate::busy::refusal`]).
+    #[error("{0}; set wait_for_device to queue the task until the device is free")]
+    DeviceBusy(String),
     /// The device service refused or could not lease a device.
     #[error("cannot lease a device: {}", .0.message)]
     Lease(PeerError),
@@ -159,18 +160,10 @@ pub enum GatewayError {
 }
 
 impl GatewayError {
-    /// The error from the device service's AcquireLease at `endpoint`.
+    /// The error from the device service's AcquireLease at `endpoint`, other than a busy
+    /// device (whose holder only [`crate::busy::refusal`] may word).
     pub fn from_lease(endpoint: &str, status: &Status) -> Self {
-        let peer = PeerError::call("device", endpoint, status);
-        // One device leased (FAILED_PRECONDITION) or every device leased (RESOURCE_EXHAUSTED).
-        if matches!(
-            peer.code,
-            Code::FailedPrecondition | Code::ResourceExhausted
-        ) {
-            Self::DeviceBusy(peer)
-        } else {
-            Self::Lease(peer)
-        }
+        Self::Lease(PeerError::call("device", endpoint, status))
     }
 
     /// The status a client receives.
@@ -219,11 +212,13 @@ mod tests {
         assert_eq!(e.to_string(), "executor refused the request: goal is empty");
         assert!(!e.is_unreachable());
 
-        let busy =
-            GatewayError::from_lease("http://d", &Status::failed_precondition("leased by t1"));
+        let busy = GatewayError::DeviceBusy("device d1 is busy".into());
         let s = busy.into_status();
         assert_eq!(s.code(), Code::FailedPrecondition);
-        assert!(s.message().contains("leased by t1") && s.message().contains("wait_for_device"));
+        assert_eq!(
+            s.message(),
+            "device d1 is busy; set wait_for_device to queue the task until the device is free"
+        );
         let unknown =
             GatewayError::from_lease("http://d", &Status::not_found("device x is not known"));
         let s = unknown.into_status();

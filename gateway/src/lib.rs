@@ -5,6 +5,7 @@
 //! manager's structured output. It never calls an LLM itself.
 pub mod agents;
 pub mod auth;
+pub mod busy;
 pub mod check;
 pub mod config;
 pub mod conversations;
@@ -101,6 +102,7 @@ pub fn gateway(
     let deps = runner::Deps {
         conversations,
         released: std::sync::Arc::default(),
+        store: None,
         cfg,
         device: DeviceServiceClient::new(connect("device", &peers.device, &unary)?),
         agents,

@@ -49,7 +49,11 @@ pub async fn wait_for_lease(
                 format!("waiting for a device: {}", refusal.message())
             }
             Code::ResourceExhausted => every_device_busy(deps).await,
-            Code::FailedPrecondition | Code::Unavailable => {
+            Code::FailedPrecondition => {
+                let why = crate::busy::refusal(deps, &entry.tenant, serial, allowed, &refusal);
+                format!("waiting for a device: {}", why.await)
+            }
+            Code::Unavailable => {
                 let peer = PeerError::call("device", &deps.device_endpoint, &refusal);
                 format!("waiting for a device: {}", peer.message)
             }

@@ -32,6 +32,8 @@ pub struct Deps {
     pub conversations: Arc<Conversations>,
     /// Notified whenever a task of this gateway releases a lease (wakes queued tasks).
     pub released: Arc<Notify>,
+    /// The task store, once opened: whose task a lease holder is ([`crate::busy`]).
+    pub store: Option<Arc<crate::store::Store>>,
 }
 
 pub fn set_state(entry: &TaskEntry, state: TaskState, detail: &str) {

@@ -15,4 +15,5 @@ mod reasoning;
 mod reasoning_control;
 mod tasks;
 mod tenant_limits;
+mod tenant_refusals;
 mod tenants;

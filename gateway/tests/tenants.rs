@@ -51,7 +51,7 @@ pub fn write_keys(path: &Path, entries: &[String]) {
 
 pub fn entry(key: &str, tenant: &str, devices: &[&str]) -> String {
     let devices: Vec<String> = devices.iter().map(|d| d.to_string()).collect();
-    key_entry(key, tenant, &devices, None).unwrap()
+    key_entry(key, tenant, &devices, &[], None).unwrap()
 }
 
 /// A stack whose gateway takes the keys in its keys file (returned with the directory).
@@ -74,7 +74,7 @@ async fn state(stack: &Stack, key: &str, id: &str) -> TaskState {
     TaskState::try_from(t.state).unwrap()
 }
 
-async fn wait_running(stack: &Stack, key: &str, id: &str) {
+pub async fn wait_running(stack: &Stack, key: &str, id: &str) {
     for _ in 0..400 {
         if state(stack, key, id).await == TaskState::Running {
             return;
@@ -285,7 +285,7 @@ async fn a_key_restricted_to_a_device_leases_only_that_device() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_malformed_unknown_or_expired_key_is_unauthenticated() {
     let Some(shared) = shared() else { return };
-    let expired = key_entry("dmk_expired", "acme", &[], Some(1)).unwrap();
+    let expired = key_entry("dmk_expired", "acme", &[], &[], Some(1)).unwrap();
     let (stack, _dir) = keyed_stack(shared, &[entry(ACME, "acme", &[]), expired]).await;
     let mut g = stack.gateway.clone();
     let mut malformed = Request::new(ListTasksRequest::default());
