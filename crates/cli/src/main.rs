@@ -140,6 +140,10 @@ enum KeysAction {
         /// A device the key may use (repeat for several); none: every device.
         #[arg(long = "device", value_name = "SERIAL")]
         devices: Vec<String>,
+        /// A secret id the key's tasks may name in `secret_ids` (repeat for several; ids are
+        /// case-insensitive); none: no secret.
+        #[arg(long = "secret", value_name = "ID")]
+        secrets: Vec<String>,
         /// Refuse the key after this long (e.g. `90days`); none: it does not expire.
         #[arg(long)]
         expires_in: Option<humantime::Duration>,
@@ -318,6 +322,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                 KeysAction::New {
                     tenant,
                     devices,
+                    secrets,
                     expires_in,
                 },
         } => {
@@ -332,8 +337,9 @@ async fn real_main(cli: Cli) -> Result<()> {
                 ),
             };
             let key = droidmesh_gateway::auth::new_key();
-            let entry = droidmesh_gateway::auth::key_entry(&key, &tenant, &devices, expires_unix)
-                .map_err(|e| anyhow::anyhow!("cannot make a key: {e}"))?;
+            let entry =
+                droidmesh_gateway::auth::key_entry(&key, &tenant, &devices, &secrets, expires_unix)
+                    .map_err(|e| anyhow::anyhow!("cannot make a key: {e}"))?;
             say!("key (shown once; give it to the client, it is not stored anywhere):\n  {key}\n");
             say!(
                 "add to the keys file (gateway.auth.keys_file); it holds only the key's hash:\n\n{entry}"
