@@ -1,6 +1,9 @@
 //! The text manipulator's settings (`[text_manipulator]` in droidmesh.toml).
 use serde::Deserialize;
 
+/// The setting that lists the device services a request may name.
+pub const DEVICE_ENDPOINTS: &str = "text_manipulator.device_endpoints";
+
 /// Most further model calls one request may ask for (`max_retries`).
 pub const MAX_RETRIES_LIMIT: u32 = 10;
 
@@ -19,6 +22,10 @@ pub struct TextManipulatorConfig {
     pub device_timeout_ms: u64,
     /// Folder of prompt templates overriding the embedded ones (same relative paths).
     pub prompts_dir: Option<String>,
+    /// Device services a request may name besides the configured one (`endpoints.device`),
+    /// e.g. `["http://devices-b:50051"]`; a request naming any other is refused before a
+    /// connection is made. Compared by scheme, host (any case), port (80/443 when left out).
+    pub device_endpoints: Vec<String>,
 }
 
 impl Default for TextManipulatorConfig {
@@ -30,6 +37,7 @@ impl Default for TextManipulatorConfig {
             max_text_chars: 4_000,
             device_timeout_ms: 30_000,
             prompts_dir: None,
+            device_endpoints: Vec::new(),
         }
     }
 }
@@ -66,6 +74,7 @@ impl TextManipulatorConfig {
                 self.device_timeout_ms
             ));
         }
+        droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)?;
         Ok(())
     }
 }
@@ -90,6 +99,15 @@ mod tests {
             ..TextManipulatorConfig::default()
         };
         assert!(bad.validate().unwrap_err().contains("max_retries"));
+        let bad = TextManipulatorConfig {
+            device_endpoints: vec!["ftp://devices:21".into()],
+            ..TextManipulatorConfig::default()
+        };
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .starts_with("text_manipulator.device_endpoints entry 'ftp://devices:21'"),
+        );
     }
 
     #[test]

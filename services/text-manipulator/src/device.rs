@@ -1,13 +1,16 @@
-//! The device side of an edit: channels to device services (cached per endpoint, bounded),
-//! finding the focused text field, typing the new text and reading it back.
+//! The device side of an edit: channels to the device services this text manipulator is
+//! configured with (its default and `text_manipulator.device_endpoints`; a request naming
+//! another is refused), cached per endpoint and bounded; finding the focused text field,
+//! typing the new text and reading it back.
 use std::time::Duration;
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
     ActionResult, GetStateRequest, LeaseRef, TypeTextRequest, UiElement, UiState,
 };
-use droidmesh_runtime::{ChannelCache, ClientOptions, TracedChannel};
+use droidmesh_runtime::{AllowedEndpoints, ChannelCache, ClientOptions, TracedChannel};
 
+use crate::config::DEVICE_ENDPOINTS;
 use crate::error::TextManipulatorError;
 
 /// Device service endpoints kept connected at once; the least recently used is dropped first.
@@ -17,29 +20,35 @@ pub type DeviceClient = DeviceServiceClient<TracedChannel>;
 
 /// Channels to device services, one per endpoint, reused across calls.
 pub struct Devices {
-    default_endpoint: String,
+    /// The device services a request may name, the default first.
+    allowed: AllowedEndpoints,
     cache: ChannelCache,
 }
 
 impl Devices {
-    pub fn new(default_endpoint: String, timeout: Duration) -> Self {
+    /// Channels to `default` and the `more` a request may name (an entry that is not an
+    /// endpoint is refused, named).
+    pub fn new(default: &str, more: &[String], timeout: Duration) -> Result<Self, String> {
         let options = ClientOptions {
             request_timeout: Some(timeout),
             ..ClientOptions::default()
         };
-        Self {
-            default_endpoint,
+        Ok(Self {
+            allowed: AllowedEndpoints::new(default, more, DEVICE_ENDPOINTS)?,
             cache: ChannelCache::new(options, CHANNEL_CACHE),
-        }
+        })
     }
 
-    /// The endpoint a binding names (the default when it names none) and a client for it.
+    /// The endpoint a binding names (the default when it names none), as configured, and a
+    /// client for it; an endpoint this text manipulator is not configured with is refused.
     pub fn client(&self, endpoint: &str) -> Result<(String, DeviceClient), TextManipulatorError> {
-        let endpoint = match endpoint.trim() {
-            "" => self.default_endpoint.trim(),
-            named => named,
-        }
-        .to_owned();
+        let endpoint =
+            self.allowed
+                .pick(endpoint)
+                .map_err(|e| TextManipulatorError::BadEndpoint {
+                    endpoint: endpoint.trim().to_owned(),
+                    reason: e.to_string(),
+                })?;
         // Channels connect lazily: this makes no network call.
         let channel = self
             .cache
@@ -239,18 +248,23 @@ mod tests {
 
     #[tokio::test]
     async fn channels_are_reused_per_endpoint_and_bounded() {
-        let devices = Devices::new("http://127.0.0.1:1".into(), Duration::from_secs(1));
+        let more: Vec<String> = (2..40).map(|p| format!("http://127.0.0.1:{p}")).collect();
+        let devices = Devices::new("http://127.0.0.1:1", &more, Duration::from_secs(1)).unwrap();
         let (first, _) = devices.client("").unwrap();
         assert_eq!(first, "http://127.0.0.1:1");
-        devices.client(" http://127.0.0.1:1 ").unwrap();
+        devices.client(" HTTP://127.0.0.1:1/ ").unwrap();
         assert_eq!(devices.cached(), 1);
-        for port in 2..40 {
-            devices.client(&format!("http://127.0.0.1:{port}")).unwrap();
+        for endpoint in &more {
+            devices.client(endpoint).unwrap();
         }
         assert_eq!(devices.cached(), CHANNEL_CACHE);
-        assert!(matches!(
-            devices.client("not a url"),
-            Err(TextManipulatorError::BadEndpoint { .. })
-        ));
+        for refused in ["not a url", "http://127.0.0.1:40"] {
+            assert!(matches!(
+                devices.client(refused),
+                Err(TextManipulatorError::BadEndpoint { .. })
+            ));
+        }
+        let bad = Devices::new("http://127.0.0.1:1", &["ftp://x:1".into()], Duration::ZERO);
+        assert!(bad.is_err());
     }
 }

@@ -30,7 +30,8 @@ use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::text_manipulator_service_server::TextManipulatorServiceServer;
 
 /// Builds the text manipulator server. `default_device` is the device service endpoint used
-/// when a request's binding names none.
+/// when a request's binding names none; a binding may name it or one of
+/// `cfg.device_endpoints`, and nothing else.
 pub fn text_manipulator_service(
     cfg: TextManipulatorConfig,
     llm: LlmClient,
@@ -42,8 +43,11 @@ pub fn text_manipulator_service(
         None => PromptSet::embedded(),
     }
     .map_err(|e| format!("prompt templates: {e}"))?;
-    let devices =
-        device::Devices::new(default_device, Duration::from_millis(cfg.device_timeout_ms));
+    let devices = device::Devices::new(
+        &default_device,
+        &cfg.device_endpoints,
+        Duration::from_millis(cfg.device_timeout_ms),
+    )?;
     Ok(TextManipulatorServiceServer::new(TextManipulator {
         cfg,
         llm,

@@ -6,5 +6,6 @@ mod rig;
 mod bad_input;
 mod device_edits;
 mod echo;
+mod endpoints;
 mod errors;
 mod retries;

@@ -1,6 +1,7 @@
 //! Requests that cannot be served are RPC errors with a code a caller can act on.
 use droidmesh_llm::testkit::MockResponse;
 use droidmesh_proto::v1::{DeviceBinding, LeaseRef};
+use droidmesh_text_manipulator::TextManipulatorConfig;
 use tonic::Code;
 
 use crate::rig::*;
@@ -75,7 +76,13 @@ async fn a_refused_key_is_a_failed_precondition_naming_the_model() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_device_that_cannot_be_read_is_unavailable_and_an_unknown_one_not_found() {
-    let rig = rig(vec![]).await;
+    // A device service that is not there, listed so the text manipulator may call it.
+    let cfg = TextManipulatorConfig {
+        sandbox_timeout_ms: 300,
+        device_endpoints: vec!["http://127.0.0.1:1".into()],
+        ..TextManipulatorConfig::default()
+    };
+    let rig = rig_with(vec![], cfg).await;
     let mut request = rig.request("Add a title", false);
     request.device = Some(DeviceBinding {
         endpoint: "http://127.0.0.1:1".into(),
