@@ -29,6 +29,10 @@ pub enum ExecutorError {
         agent: &'static str,
         source: LlmError,
     },
+    /// The request names a secret this executor does not hold; the message names the id and
+    /// where it was looked for, never a value.
+    #[error("{0}")]
+    SecretMissing(String),
     /// A prompt template does not render with this request.
     #[error("the {0} prompt does not render: {1}")]
     Prompt(&'static str, String),
@@ -43,7 +47,9 @@ pub fn to_status(e: ExecutorError) -> Status {
         ExecutorError::InvalidRequest(_) | ExecutorError::DeviceEndpoint { .. } => {
             Code::InvalidArgument
         }
-        ExecutorError::ModelUnusable { .. } => Code::FailedPrecondition,
+        ExecutorError::ModelUnusable { .. } | ExecutorError::SecretMissing(_) => {
+            Code::FailedPrecondition
+        }
         ExecutorError::ModelCall { .. } => Code::Unavailable,
         ExecutorError::Prompt(..) => Code::Internal,
         ExecutorError::Client(s) => return s.clone(),

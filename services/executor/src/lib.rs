@@ -9,9 +9,10 @@
 //!
 //! Both read the device the same way ([`observe`]) and run tools through one async dispatcher
 //! keyed by the agent crate's `Tool` enum ([`device_tools`]), which calls the device service
-//! under the task's lease. `type_secret` types values from the executor's environment
-//! ([`secrets_from_env`]) for the ids a request lists; a value never reaches a prompt, an event,
-//! a result or a span.
+//! under the task's lease. `type_secret` types the executor's secrets ([`secrets`]: its
+//! environment and a directory of files) for the ids a request lists; a request naming one the
+//! executor lacks is refused at its start; a value never reaches a prompt, an event, a result,
+//! an error or a span.
 pub mod admission;
 pub mod codeact;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod foreground;
 pub mod model;
 pub mod observe;
 pub mod sandbox_tools;
+pub mod secrets;
 pub mod service;
 pub mod spans;
 mod subgoal;
@@ -31,19 +33,20 @@ use std::sync::Arc;
 
 pub use config::ExecutorConfig;
 pub use error::{ExecutorError, to_status};
+pub use secrets::{Secrets, SecretsConfig};
 pub use service::Executor;
 
 use droidmesh_agent::prompts::PromptSet;
 use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
 
-/// Secrets come from the executor's environment as `DROIDMESH_SECRET_<ID>`; ids are
+/// The secrets of the process's environment, `DROIDMESH_SECRET_<ID>`; ids are
 /// case-insensitive (`secret_ids: ["pin"]` and `["PIN"]` both name DROIDMESH_SECRET_PIN).
 /// A task may type only those it lists in `secret_ids`.
 pub fn secrets_from_env() -> HashMap<String, String> {
     std::env::vars()
         .filter_map(|(k, v)| {
-            k.strip_prefix("DROIDMESH_SECRET_")
+            k.strip_prefix(secrets::ENV_PREFIX)
                 .map(|id| (id.to_ascii_lowercase(), v))
         })
         .collect()
@@ -58,7 +61,7 @@ pub fn executor_service(
     cfg: ExecutorConfig,
     llm: LlmClient,
     default_device: String,
-    secrets: HashMap<String, String>,
+    secrets: impl Into<Secrets>,
 ) -> Result<ExecutorServiceServer<Executor>, String> {
     cfg.validate()?;
     let prompts = match &cfg.prompts_dir {
@@ -76,7 +79,7 @@ pub fn executor_service(
         llm,
         prompts: Arc::new(prompts),
         default_device,
-        secrets: Arc::new(secrets),
+        secrets: secrets.into(),
         foreground: Arc::default(),
         admission,
         devices: Arc::new(droidmesh_runtime::ChannelCache::new(

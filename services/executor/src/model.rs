@@ -1,8 +1,5 @@
 //! What CodeAct and `ExecuteSubgoal` share around a model call: which failures no retry can
-//! fix, the usage report of one call, how to name the model in errors, and which secrets a
-//! request may use.
-use std::collections::HashMap;
-
+//! fix, the usage report of one call, and how to name the model in errors.
 use droidmesh_llm::{ChatResponse, LlmClient, LlmError};
 use droidmesh_proto::v1::{LlmOverride, UsageReport};
 
@@ -32,15 +29,4 @@ pub fn describe_model(llm: &LlmClient, profile: &str, ov: Option<&LlmOverride>) 
         ),
         Err(_) => format!("profile `{profile}`, not configured"),
     }
-}
-
-/// The secrets a request may type: those of `ids` the executor holds (ids are
-/// case-insensitive; `PIN` is DROIDMESH_SECRET_PIN).
-pub fn allowed_secrets(held: &HashMap<String, String>, ids: &[String]) -> HashMap<String, String> {
-    ids.iter()
-        .filter_map(|id| {
-            held.get(&id.to_ascii_lowercase())
-                .map(|v| (id.clone(), v.clone()))
-        })
-        .collect()
 }

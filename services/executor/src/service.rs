@@ -2,7 +2,6 @@
 //! length of the call and streams its events; later input messages steer it. `ExecuteSubgoal`
 //! performs one subgoal under an `invoke_agent executor` span, so its device calls join the
 //! caller's trace. Request errors become statuses in [`crate::error::to_status`] only.
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use tracing::Instrument as _;
@@ -40,7 +39,8 @@ pub struct Executor {
     pub(crate) prompts: Arc<PromptSet>,
     /// Device service used when a task's binding names none.
     pub(crate) default_device: String,
-    pub(crate) secrets: Arc<HashMap<String, String>>,
+    /// Every secret this executor holds ([`crate::secrets`]).
+    pub(crate) secrets: crate::secrets::Secrets,
     /// Channels to the device services tasks name, reused across calls (bounded).
     pub(crate) devices: Arc<droidmesh_runtime::ChannelCache>,
     /// Runs preparing a model call, ahead of background work (see [`crate::foreground`]).
@@ -175,6 +175,7 @@ impl Executor {
                 start.max_steps
             )));
         }
+        let secrets = self.secrets.for_request(&start.secret_ids)?;
         let (device, lease) = self.device_for(start.device.as_ref())?;
         let (tx, rx) = mpsc::channel(64);
         // Steering messages: forwarded until the gateway closes its side. A full queue holds
@@ -203,7 +204,7 @@ impl Executor {
             start,
             events: tx,
             steer: steer_rx,
-            secrets: self.secrets.as_ref().clone(),
+            secrets,
             foreground: self.foreground.clone(),
             admission: self.admission.clone(),
         };

@@ -20,7 +20,7 @@ use tracing::Instrument as _;
 
 use crate::device_tools::ToolCtx;
 use crate::error::ExecutorError;
-use crate::model::{allowed_secrets, describe_model, is_unusable, usage_report};
+use crate::model::{describe_model, is_unusable, usage_report};
 use crate::observe::{Observed, observe};
 use crate::service::Executor;
 use crate::spans::{self, ToolCallTags};
@@ -52,6 +52,7 @@ pub(crate) async fn execute_subgoal(
     if req.subgoal.trim().is_empty() {
         return Err(ExecutorError::InvalidRequest("subgoal is empty".into()));
     }
+    let secrets = exec.secrets.for_request(&req.secret_ids)?;
     let (device, lease) = exec.device_for(req.device.as_ref())?;
     let target = exec
         .llm
@@ -133,7 +134,6 @@ pub(crate) async fn execute_subgoal(
     let result = if parsed.action.eq_ignore_ascii_case(HANDOFF) {
         handoff(&req.subgoal, &parsed, started)
     } else {
-        let secrets = allowed_secrets(&exec.secrets, &req.secret_ids);
         let ctx = ToolCtx::new(device, lease, secrets, AGENT);
         let step = (req.step > 0).then_some(req.step);
         act(&ctx, &req.task_id, step, &atomic, &parsed, started).await

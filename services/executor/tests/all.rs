@@ -7,4 +7,5 @@ mod echo;
 mod endpoints;
 mod models;
 mod rig;
+mod secrets;
 mod subgoal;

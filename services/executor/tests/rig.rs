@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use droidmesh_device::{DeviceConfig, device_service};
-use droidmesh_executor::{ExecutorConfig, executor_service};
+use droidmesh_executor::{ExecutorConfig, Secrets, executor_service};
 use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
 use droidmesh_llm::{LlmClient, LlmConfig, WireFormat};
 use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
@@ -44,14 +44,15 @@ pub async fn rig_with(script: Vec<MockResponse>, cfg: ExecutorConfig) -> Rig {
     rig_full(script, cfg, HashMap::new()).await
 }
 
-/// A rig whose executor holds `secrets` (id → value), as `DROIDMESH_SECRET_<ID>` would give.
+/// A rig whose executor holds `secrets` (id → value, as `DROIDMESH_SECRET_<ID>` would give,
+/// or [`Secrets`] read from a directory).
 pub async fn rig_full(
     script: Vec<MockResponse>,
     cfg: ExecutorConfig,
-    secrets: HashMap<String, String>,
+    secrets: impl Into<Secrets>,
 ) -> Rig {
     let retry = "retry = { max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }";
-    rig_provider(script, cfg, secrets, retry).await
+    rig_secrets(script, cfg, secrets.into(), retry).await
 }
 
 /// One simulated phone on a free port.
@@ -72,6 +73,16 @@ pub async fn rig_provider(
     secrets: HashMap<String, String>,
     provider: &str,
 ) -> Rig {
+    rig_secrets(script, cfg, secrets.into(), provider).await
+}
+
+/// [`rig_provider`] with the executor's [`Secrets`] as given.
+async fn rig_secrets(
+    script: Vec<MockResponse>,
+    cfg: ExecutorConfig,
+    secrets: Secrets,
+    provider: &str,
+) -> Rig {
     let fleet = one_sim().await;
     let llm = MockLlmServer::start(script).await.unwrap();
     let base_url = format!("{}/v1", llm.url());
@@ -88,7 +99,7 @@ pub async fn rig_on(base_url: &str, cfg: ExecutorConfig, provider: &str, profile
         idle,
         base_url,
         cfg,
-        HashMap::new(),
+        HashMap::new().into(),
         provider,
         profile,
     )
@@ -100,7 +111,7 @@ async fn rig_at(
     llm: MockLlmServer,
     base_url: &str,
     cfg: ExecutorConfig,
-    secrets: HashMap<String, String>,
+    secrets: Secrets,
     provider: &str,
     profile: &str,
 ) -> Rig {

@@ -29,7 +29,6 @@ use crate::config::ExecutorConfig;
 use crate::device_link::DeviceLink;
 use crate::device_tools::ToolCtx;
 use crate::foreground::{BackgroundSession, Foreground};
-use crate::model::allowed_secrets;
 use crate::observe::{Observed, observe};
 use crate::sandbox_tools::{SandboxTools, host_functions};
 
@@ -57,7 +56,7 @@ pub struct Run {
     pub start: CodeActStart,
     pub events: mpsc::Sender<Result<AgentEvent, Status>>,
     pub steer: mpsc::Receiver<Steer>,
-    /// Values of secrets by id, from the executor's environment.
+    /// The secrets the run may type (its `secret_ids`) and their values.
     pub secrets: HashMap<String, String>,
     /// The executor's runs preparing a model call; this run counts itself in while it does.
     pub foreground: Arc<Foreground>,
@@ -186,7 +185,7 @@ impl Run {
         let serial = lease.serial.clone();
         let tools =
             agent_tools::select(&self.start.tools).map_err(|e| format!("bad tool list: {e}"))?;
-        let secrets = allowed_secrets(&self.secrets, &self.start.secret_ids);
+        let secrets = self.secrets.clone();
         let bridge = Arc::new(
             SandboxTools::new(
                 ToolCtx::new(self.device.clone(), lease, secrets, AGENT),
