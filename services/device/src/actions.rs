@@ -216,15 +216,29 @@ pub async fn swipe(
 /// Longest argument given to one `input text` call.
 const TEXT_CHUNK: usize = 200;
 
+/// What one `TypeText` asks.
+#[derive(Debug, Clone, Copy)]
+pub struct Typing<'a> {
+    pub text: &'a str,
+    /// Element to focus first.
+    pub index: Option<u32>,
+    pub clear: bool,
+    pub sensitive: bool,
+    /// The lease it is typed under (a secret's mask is kept with it).
+    pub lease: Option<&'a str>,
+}
+
 /// Types `text`; a line break is an ENTER key event (see [`strokes`]). When `sensitive`,
-/// nothing returned (answer or error) contains the text or any part of it.
-pub async fn type_text(
-    slot: &Slot,
-    text: &str,
-    index: Option<u32>,
-    clear: bool,
-    sensitive: bool,
-) -> Result<Outcome> {
+/// nothing returned (answer or error) contains the text or any part of it, every later read
+/// masks it, and the answer names the field it went into (`data.field`).
+pub async fn type_text(slot: &Slot, t: Typing<'_>) -> Result<Outcome> {
+    let Typing {
+        text,
+        index,
+        clear,
+        sensitive,
+        lease,
+    } = t;
     let hide = |e: DeviceError| if sensitive { redact(e) } else { e };
     let count = text.chars().count();
     if count > MAX_TEXT_CHARS {
@@ -257,7 +271,12 @@ pub async fn type_text(
         // The focused field is about to show the secret: from now on every dump masks it,
         // even if typing fails part way.
         let ui = read_ui_unmasked(slot).await?;
-        slot.secret_fields.remember(ui.focused(), text);
+        let field = ui.focused();
+        slot.secret_fields
+            .remember(slot.adb.serial(), field, text, lease)?;
+        if let Some(f) = field {
+            data["field"] = crate::secret_fields::field_json(f);
+        }
     }
     if clear {
         // The field's current text, read after focusing it.
@@ -329,6 +348,8 @@ fn redact(e: DeviceError) -> DeviceError {
         | DeviceError::NoLease { .. }
         | DeviceError::AllBusy { .. }
         | DeviceError::NoDevices
+        | DeviceError::ScreenshotWithheld { .. }
+        | DeviceError::TooManySecrets { .. }
         | DeviceError::Config(_)) => other,
         DeviceError::UiDump { .. } | DeviceError::Image(_) => {
             DeviceError::InvalidArgument(format!("{WHAT} failed"))

@@ -51,6 +51,14 @@ pub enum DeviceError {
     /// A screenshot could not be decoded, resized or encoded.
     #[error("screenshot processing failed: {0}")]
     Image(String),
+    /// A screenshot cannot be masked with certainty (a typed secret shows outside its field).
+    #[error("the screenshot of device {serial} is withheld: {reason}")]
+    ScreenshotWithheld { serial: String, reason: String },
+    /// The device already masks as many secrets of the current lease as it keeps.
+    #[error(
+        "device {serial} already masks {limit} secrets typed under this lease, as many as it keeps: nothing more is typed as sensitive until the lease ends; release it and take a new one"
+    )]
+    TooManySecrets { serial: String, limit: usize },
     /// The configuration is invalid.
     #[error("invalid device service configuration: {0}")]
     Config(String),

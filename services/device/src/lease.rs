@@ -202,6 +202,15 @@ impl LeaseManager {
             .count()
     }
 
+    /// The id of the lease on `serial` now, if any.
+    pub fn current_id(&self, serial: &str) -> Option<String> {
+        let now = self.clock.now_ms();
+        self.lock()
+            .get(serial)
+            .filter(|e| e.expires_at_ms > now)
+            .map(|e| e.lease_id.clone())
+    }
+
     /// Who holds `serial` now, if anyone.
     pub fn info(&self, serial: &str) -> Option<LeaseInfo> {
         let now = self.clock.now_ms();

@@ -1,16 +1,28 @@
-//! Screenshots: decoding `screencap -p` PNGs, box-filter downscaling for an LLM, re-encoding.
-use droidmesh_proto::v1::Screenshot;
+//! Screenshots: decoding `screencap -p` PNGs, blacking out masked elements, box-filter
+//! downscaling for an LLM, re-encoding.
+use droidmesh_proto::v1::{Bounds, Screenshot};
 
 use crate::error::{DeviceError, Result};
 
 /// Fits a PNG into `max_side` (0: unchanged). Returns the PNG sent to the caller with its size
 /// and the factors that map image coordinates back to device pixels.
 pub fn fit_png(png_bytes: &[u8], max_side: u32) -> Result<Screenshot> {
-    let (w, h, rgb) = decode_rgb(png_bytes)?;
+    fit_png_masked(png_bytes, max_side, &[])
+}
+
+/// [`fit_png`] with every rectangle of `regions` (screen pixels, as a UI dump gives bounds)
+/// painted black before anything else is done with the pixels.
+pub fn fit_png_masked(png_bytes: &[u8], max_side: u32, regions: &[Bounds]) -> Result<Screenshot> {
+    let (w, h, mut rgb) = decode_rgb(png_bytes)?;
+    black_out(&mut rgb, w, h, regions);
     let longest = w.max(h);
     if max_side == 0 || longest <= max_side {
         return Ok(Screenshot {
-            png: png_bytes.to_vec(),
+            png: if regions.is_empty() {
+                png_bytes.to_vec()
+            } else {
+                encode_rgb(&rgb, w, h)?
+            },
             width: w,
             height: h,
             scale_x: 1.0,
@@ -28,6 +40,26 @@ pub fn fit_png(png_bytes: &[u8], max_side: u32) -> Result<Screenshot> {
         scale_x: f64::from(w) / f64::from(dw),
         scale_y: f64::from(h) / f64::from(dh),
     })
+}
+
+/// Paints each of `regions` (clipped to the image) black in `rgb`, a `w` x `h` image.
+pub fn black_out(rgb: &mut [u8], w: u32, h: u32, regions: &[Bounds]) {
+    let clip = |v: i32, max: u32| {
+        usize::try_from(v.clamp(0, i32::try_from(max).unwrap_or(i32::MAX))).unwrap_or(0)
+    };
+    let width = w as usize;
+    for b in regions {
+        let (x0, x1) = (clip(b.left, w), clip(b.right, w));
+        let (y0, y1) = (clip(b.top, h), clip(b.bottom, h));
+        if x1 <= x0 {
+            continue;
+        }
+        for y in y0..y1 {
+            if let Some(row) = rgb.get_mut((y * width + x0) * 3..(y * width + x1) * 3) {
+                row.fill(0);
+            }
+        }
+    }
 }
 
 /// Decodes any PNG into 8-bit RGB (alpha dropped: screenshots are opaque).
@@ -161,6 +193,40 @@ mod tests {
         assert_eq!((s.width, s.height, s.scale_x), (100, 50, 1.0));
         assert_eq!(s.png, png);
         assert_eq!(fit_png(&png, 200).unwrap().png, png);
+    }
+
+    #[test]
+    fn regions_are_black_and_nothing_else_changes() {
+        let png = test_png(100, 50);
+        let region = Bounds {
+            left: 10,
+            top: 5,
+            right: 30,
+            bottom: 20,
+        };
+        // One region reaching past the image is clipped to it.
+        let past = Bounds {
+            left: 90,
+            top: 40,
+            right: 200,
+            bottom: 90,
+        };
+        let s = fit_png_masked(&png, 0, &[region, past]).unwrap();
+        let (_, _, before) = decode_rgb(&png).unwrap();
+        let (w, h, after) = decode_rgb(&s.png).unwrap();
+        assert_eq!((w, h), (100, 50));
+        let inside =
+            |b: &Bounds, x: i32, y: i32| x >= b.left && x < b.right && y >= b.top && y < b.bottom;
+        for y in 0..50 {
+            for x in 0..100 {
+                let i = ((y * 100 + x) * 3) as usize;
+                if inside(&region, x, y) || inside(&past, x, y) {
+                    assert_eq!(after[i..i + 3], [0, 0, 0], "({x}, {y})");
+                } else {
+                    assert_eq!(after[i..i + 3], before[i..i + 3], "({x}, {y})");
+                }
+            }
+        }
     }
 
     #[test]

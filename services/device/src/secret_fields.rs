@@ -1,173 +1,262 @@
-//! Fields a secret was typed into stay masked in every later read of the device.
+//! Typed secrets stay masked in every later read of the device, by anyone.
 //!
 //! A phone masks a password field itself, but a secret typed into an ordinary field (a PIN
-//! box, a search field) would come back in the next UI dump and reach the next prompt. The
-//! device service remembers each such field (by resource id and class, or by bounds when it
-//! has no id) and a salted digest of the secret, never the secret, and masks both in every
-//! dump it parses afterwards: the field's text, and any element whose text is exactly the
-//! secret, become one `•` per character, as Android shows a password. Masks stay with the
-//! device while the service runs (the next lease's holder must not read the field either),
-//! at most [`MAX_FIELDS`] per device, the oldest dropped first.
+//! box, a search field) would come back in the next UI dump and screenshot, and an app may
+//! repeat it elsewhere ("Results for hunter2"). The device service remembers, per device, each
+//! secret typed with `TypeText{sensitive}` as digests ([`crate::mask_set`]), never the secret,
+//! with the field it went into (resource id and class, or bounds when it has no id) and the
+//! lease it was typed under. Every read masks them ([`MaskSet::apply`]). Readers that know
+//! secrets send them with each read (`GetStateRequest.masks`): those naming their field are
+//! remembered as typed ones, so a restarted service masks again from the first such read;
+//! the others mask that answer only.
+//!
+//! Masks outlive the lease (the next holder must not read the field either). At most
+//! [`MAX_MASKS`] per device: past it the oldest of earlier leases give way; when all are the
+//! current lease's, a further sensitive `TypeText` is refused rather than left unmasked.
+//!
+//! When a secret shows where its masking cannot be sure (outside its field), the device is
+//! marked for the rest of that lease: screenshots are withheld until the lease changes.
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use droidmesh_proto::v1::{Bounds, UiElement};
-use sha1::{Digest, Sha1};
+use droidmesh_proto::v1::{Bounds, MaskedField, SecretMask, UiElement};
 
-use crate::ui_dump::ParsedUi;
+use crate::error::{DeviceError, Result};
+use crate::mask_set::{Mask, MaskSet, Roller};
 
-/// Masked fields kept per device.
-pub const MAX_FIELDS: usize = 16;
+/// Secrets remembered per device.
+pub const MAX_MASKS: usize = 1024;
+
+/// Secrets one read may carry.
+pub const MAX_READ_MASKS: usize = 64;
 
 /// The character Android shows for each character of a password.
 pub const BULLET: char = '\u{2022}';
 
-#[derive(Debug, PartialEq, Eq)]
-enum Key {
+/// Which element a secret was typed into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldKey {
     Id {
         resource_id: String,
         class_name: String,
     },
     Place(Bounds),
-    /// No field was focused: only the secret's text is matched.
-    None,
+}
+
+impl FieldKey {
+    /// The key of `e`: its resource id and class, or its bounds when it has no id.
+    pub fn of(e: &UiElement) -> Option<FieldKey> {
+        if e.resource_id.is_empty() {
+            e.bounds.map(FieldKey::Place)
+        } else {
+            Some(FieldKey::Id {
+                resource_id: e.resource_id.clone(),
+                class_name: e.class_name.clone(),
+            })
+        }
+    }
+
+    /// The key a reader sent back (as `TypeText`'s answer named it).
+    pub fn from_mask(f: &MaskedField) -> Option<FieldKey> {
+        if f.resource_id.is_empty() {
+            f.bounds.map(FieldKey::Place)
+        } else {
+            Some(FieldKey::Id {
+                resource_id: f.resource_id.clone(),
+                class_name: f.class_name.clone(),
+            })
+        }
+    }
+
+    pub fn matches(&self, e: &UiElement) -> bool {
+        match self {
+            FieldKey::Id {
+                resource_id,
+                class_name,
+            } => &e.resource_id == resource_id && &e.class_name == class_name,
+            FieldKey::Place(b) => e.resource_id.is_empty() && e.bounds.as_ref() == Some(b),
+        }
+    }
+}
+
+/// The field as `TypeText`'s answer names it (`data.field`), for a reader's later masks.
+pub fn field_json(e: &UiElement) -> serde_json::Value {
+    let b = e.bounds.unwrap_or_default();
+    serde_json::json!({
+        "resource_id": e.resource_id,
+        "class_name": e.class_name,
+        "bounds": { "left": b.left, "top": b.top, "right": b.right, "bottom": b.bottom },
+    })
+}
+
+#[derive(Debug, Clone)]
+struct Remembered {
+    mask: Mask,
+    /// The lease it was typed (or last sent) under; `None`: the device had no lease.
+    lease: Option<String>,
 }
 
 #[derive(Debug)]
-struct Masked {
-    key: Key,
-    digest: [u8; 20],
+struct Taint {
+    lease: Option<String>,
+    reason: String,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
+struct Table {
+    masks: VecDeque<Remembered>,
+    taint: Option<Taint>,
+}
+
+/// One device's masks and whether its screenshots are withheld.
 pub struct SecretFields {
-    salt: [u8; 16],
-    masked: Mutex<VecDeque<Masked>>,
+    roller: Roller,
+    table: Mutex<Table>,
+}
+
+impl std::fmt::Debug for SecretFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.lock();
+        f.debug_struct("SecretFields")
+            .field("masks", &t.masks.len())
+            .field("withheld", &t.taint.is_some())
+            .finish()
+    }
 }
 
 impl Default for SecretFields {
     fn default() -> Self {
         Self {
-            salt: *uuid::Uuid::new_v4().as_bytes(),
-            masked: Mutex::new(VecDeque::new()),
+            roller: Roller::random(),
+            table: Mutex::default(),
         }
     }
 }
 
 impl SecretFields {
-    fn digest(&self, text: &str) -> [u8; 20] {
-        let mut h = Sha1::new();
-        h.update(self.salt);
-        h.update(text.as_bytes());
-        h.finalize().into()
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Remembers that `secret` was typed into `field` (the element focused afterwards).
-    pub fn remember(&self, field: Option<&UiElement>, secret: &str) {
-        let key = match field {
-            Some(e) if !e.resource_id.is_empty() => Key::Id {
-                resource_id: e.resource_id.clone(),
-                class_name: e.class_name.clone(),
-            },
-            Some(e) => e.bounds.map_or(Key::None, Key::Place),
-            None => Key::None,
+    /// Remembers that `secret` was typed into `field` (the element focused afterwards) under
+    /// `lease`. Refused when [`MAX_MASKS`] of this lease's secrets are remembered already.
+    pub fn remember(
+        &self,
+        serial: &str,
+        field: Option<&UiElement>,
+        secret: &str,
+        lease: Option<&str>,
+    ) -> Result<()> {
+        let mask = Mask {
+            pieces: self.roller.pieces(secret),
+            field: field.and_then(FieldKey::of),
         };
-        let masked = Masked {
-            key,
-            digest: self.digest(secret),
-        };
-        let mut all = self.masked.lock().unwrap_or_else(|p| p.into_inner());
-        all.retain(|m| m.key != masked.key || m.key == Key::None && m.digest != masked.digest);
-        if all.len() >= MAX_FIELDS {
-            all.pop_front();
-        }
-        all.push_back(masked);
+        self.insert(&mut self.lock(), mask, lease)
+            .map_err(|()| DeviceError::TooManySecrets {
+                serial: serial.to_owned(),
+                limit: MAX_MASKS,
+            })
     }
 
-    /// Masks the remembered fields, and any text equal to a remembered secret, in `ui`.
-    pub fn apply(&self, ui: &mut ParsedUi) {
-        let all = self.masked.lock().unwrap_or_else(|p| p.into_inner());
-        if all.is_empty() {
-            return;
-        }
-        for e in &mut ui.elements {
-            if e.text.is_empty() {
-                continue;
+    fn insert(&self, t: &mut Table, mask: Mask, lease: Option<&str>) -> Result<(), ()> {
+        if let Some(i) = t
+            .masks
+            .iter()
+            .position(|r| r.mask.pieces == mask.pieces && r.mask.field == mask.field)
+        {
+            // Known: it is now the current lease's, and the newest.
+            if let Some(mut known) = t.masks.remove(i) {
+                known.lease = lease.map(str::to_owned);
+                t.masks.push_back(known);
             }
-            let digest = self.digest(&e.text);
-            let hit = all.iter().any(|m| {
-                m.digest == digest
-                    || match &m.key {
-                        Key::Id {
-                            resource_id,
-                            class_name,
-                        } => &e.resource_id == resource_id && &e.class_name == class_name,
-                        Key::Place(b) => e.resource_id.is_empty() && e.bounds.as_ref() == Some(b),
-                        Key::None => false,
+            return Ok(());
+        }
+        if t.masks.len() >= MAX_MASKS {
+            let earlier = t.masks.iter().position(|r| r.lease.as_deref() != lease);
+            match earlier {
+                Some(i) => {
+                    t.masks.remove(i);
+                }
+                None => return Err(()),
+            }
+        }
+        t.masks.push_back(Remembered {
+            mask,
+            lease: lease.map(str::to_owned),
+        });
+        Ok(())
+    }
+
+    /// The masks of one read: every remembered secret, and those `sent` by the reader. Sent
+    /// secrets naming their field are remembered as typed under `lease`; the others mask this
+    /// read only, unless remembered already.
+    pub fn for_read(&self, sent: &[SecretMask], lease: Option<&str>) -> Result<MaskSet> {
+        if sent.len() > MAX_READ_MASKS {
+            return Err(DeviceError::InvalidArgument(format!(
+                "a read carries at most {MAX_READ_MASKS} masks, got {}: send the secrets this task may type",
+                sent.len()
+            )));
+        }
+        let mut t = self.lock();
+        let mut only_here = Vec::new();
+        for s in sent.iter().filter(|s| !s.secret.is_empty()) {
+            let pieces = self.roller.pieces(&s.secret);
+            match s.field.as_ref().and_then(FieldKey::from_mask) {
+                Some(key) => {
+                    let mask = Mask {
+                        pieces,
+                        field: Some(key),
+                    };
+                    // Past the bound it still masks this read.
+                    if self.insert(&mut t, mask.clone(), lease).is_err() {
+                        only_here.push(mask);
                     }
-            });
-            if hit {
-                e.text = BULLET.to_string().repeat(e.text.chars().count());
+                }
+                None if t.masks.iter().any(|r| r.mask.pieces == pieces) => {}
+                None => only_here.push(Mask {
+                    pieces,
+                    field: None,
+                }),
             }
+        }
+        let mut masks: Vec<Mask> = t.masks.iter().map(|r| r.mask.clone()).collect();
+        masks.extend(only_here);
+        Ok(MaskSet::new(self.roller, masks))
+    }
+
+    /// The remembered masks alone (reads made inside an action).
+    pub fn remembered(&self) -> MaskSet {
+        let masks = self.lock().masks.iter().map(|r| r.mask.clone()).collect();
+        MaskSet::new(self.roller, masks)
+    }
+
+    /// Withholds screenshots of the device for the rest of `lease` (`None`: until a lease is
+    /// taken), saying `reason`.
+    pub fn withhold(&self, lease: Option<&str>, reason: String) {
+        let mut t = self.lock();
+        if t.taint.as_ref().is_none_or(|w| w.lease.as_deref() != lease) {
+            t.taint = Some(Taint {
+                lease: lease.map(str::to_owned),
+                reason,
+            });
+        }
+    }
+
+    /// Why screenshots are withheld under `lease`, if they are. A mark of another lease is
+    /// dropped: the lease it was for has ended.
+    pub fn withheld(&self, lease: Option<&str>) -> Option<String> {
+        let mut t = self.lock();
+        match &t.taint {
+            Some(w) if w.lease.as_deref() == lease => Some(w.reason.clone()),
+            Some(_) => {
+                t.taint = None;
+                None
+            }
+            None => None,
         }
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn field(id: &str, text: &str, top: i32) -> UiElement {
-        UiElement {
-            class_name: "android.widget.EditText".into(),
-            resource_id: id.into(),
-            text: text.into(),
-            bounds: Some(Bounds {
-                left: 0,
-                top,
-                right: 100,
-                bottom: top + 50,
-            }),
-            ..UiElement::default()
-        }
-    }
-
-    fn masked(fields: &SecretFields, elements: Vec<UiElement>) -> Vec<String> {
-        let mut ui = ParsedUi {
-            elements,
-            focused_index: None,
-            total_nodes: 0,
-        };
-        fields.apply(&mut ui);
-        ui.elements.into_iter().map(|e| e.text).collect()
-    }
-
-    #[test]
-    fn the_field_and_the_secret_anywhere_are_masked_and_nothing_else() {
-        let f = SecretFields::default();
-        f.remember(Some(&field("app:id/pin", "4711", 0)), "4711");
-        let texts = masked(
-            &f,
-            vec![
-                field("app:id/pin", "47119", 0),
-                field("", "4711", 100),
-                field("app:id/name", "Ada", 200),
-            ],
-        );
-        assert_eq!(texts, ["•••••", "••••", "Ada"]);
-    }
-
-    #[test]
-    fn a_field_without_an_id_is_known_by_its_place_and_the_list_is_bounded() {
-        let f = SecretFields::default();
-        f.remember(Some(&field("", "s3cret", 300)), "s3cret");
-        assert_eq!(masked(&f, vec![field("", "changed", 300)]), ["•••••••"]);
-        for i in 0..MAX_FIELDS {
-            f.remember(Some(&field(&format!("id/{i}"), "x", 0)), &format!("v{i}"));
-        }
-        // The oldest (the field at 300) was dropped; the newest are kept.
-        assert_eq!(masked(&f, vec![field("", "changed", 300)]), ["changed"]);
-        assert_eq!(masked(&f, vec![field("id/15", "typed", 0)]), ["•••••"]);
-    }
-}
+#[path = "secret_fields_tests.rs"]
+mod tests;

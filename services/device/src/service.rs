@@ -348,7 +348,9 @@ impl DeviceService for DeviceServiceImpl {
             let side = r
                 .include_screenshot
                 .then(|| self.max_side(r.screenshot_max_side));
-            state::read_state(&slot, side).await
+            let lease = self.inner.leases.current_id(&r.serial);
+            let masks = slot.secret_fields.for_read(&r.masks, lease.as_deref())?;
+            state::read_state(&slot, side, &masks, lease.as_deref()).await
         })
         .await
     }
@@ -360,7 +362,10 @@ impl DeviceService for DeviceServiceImpl {
         let r = r.into_inner();
         self.read("take_screenshot", &r.serial, async {
             let slot = self.inner.registry.get(&r.serial).await?;
-            state::screenshot(&slot, self.max_side(r.max_side)).await
+            let lease = self.inner.leases.current_id(&r.serial);
+            let masks = slot.secret_fields.for_read(&r.masks, lease.as_deref())?;
+            let side = self.max_side(r.max_side);
+            state::take_screenshot(&slot, side, &masks, lease.as_deref()).await
         })
         .await
     }
@@ -441,8 +446,16 @@ impl DeviceService for DeviceServiceImpl {
         r: Request<TypeTextRequest>,
     ) -> Result<Response<ActionResult>, Status> {
         let r = r.into_inner();
+        let lease = r.lease.as_ref().map(|l| l.lease_id.clone());
         self.act("type_text", r.lease.as_ref(), |slot| async move {
-            actions::type_text(&slot, &r.text, r.index, r.clear, r.sensitive).await
+            let typing = actions::Typing {
+                text: &r.text,
+                index: r.index,
+                clear: r.clear,
+                sensitive: r.sensitive,
+                lease: lease.as_deref(),
+            };
+            actions::type_text(&slot, typing).await
         })
         .await
     }

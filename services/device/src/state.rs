@@ -8,16 +8,17 @@ use droidmesh_proto::v1::{PhoneState, ScreenSize, Screenshot, UiState};
 use crate::device_output::{parse_focus, parse_keyboard_shown, parse_wm};
 use crate::error::{DeviceError, Result};
 use crate::lease::now_unix_ms;
+use crate::mask_set::MaskSet;
 use crate::observe::{self, Observed};
 use crate::portal::UiSource;
 use crate::registry::Slot;
-use crate::screenshot::fit_png;
+use crate::shots::{self, Shot};
 use crate::ui_dump::{ParsedUi, parse_ui_dump};
 
-/// Dumps and parses the UI hierarchy, masking the fields a secret was typed into.
+/// Dumps and parses the UI hierarchy, masking the secrets typed on the device.
 pub async fn read_ui(slot: &Slot) -> Result<ParsedUi> {
     let mut ui = read_ui_unmasked(slot).await?;
-    slot.secret_fields.apply(&mut ui);
+    slot.secret_fields.remembered().apply(&mut ui);
     Ok(ui)
 }
 
@@ -76,23 +77,34 @@ pub async fn learn(slot: &Slot) {
     }
 }
 
-/// Screenshots decoded and scaled at the same time.
-const IMAGE_WORKERS: usize = 2;
-static IMAGE_WORK: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(IMAGE_WORKERS);
-
-/// Takes a screenshot and fits it into `max_side` (0: device resolution).
+/// Takes a screenshot and fits it into `max_side` (0: device resolution), unmasked: for a
+/// device with no secrets to mask.
 pub async fn screenshot(slot: &Slot, max_side: u32) -> Result<Screenshot> {
     let png = slot.adb.shell_bytes("screencap -p").await?;
-    // Scaling is CPU work: keep it off the async workers. A full-resolution frame decodes to
-    // ~8 MB, so at most IMAGE_WORKERS are in flight however many devices are read at once:
-    // memory stays bounded and the CPU is not oversubscribed.
-    let _permit = IMAGE_WORK
-        .acquire()
-        .await
-        .map_err(|e| DeviceError::Image(format!("image workers closed: {e}")))?;
-    tokio::task::spawn_blocking(move || fit_png(&png, max_side))
-        .await
-        .map_err(|e| DeviceError::Image(format!("screenshot worker stopped: {e}")))?
+    shots::process(png, max_side, Vec::new()).await
+}
+
+/// A screenshot with `masks` applied (see [`shots`]); refused when it is withheld.
+pub async fn take_screenshot(
+    slot: &Slot,
+    max_side: u32,
+    masks: &MaskSet,
+    lease: Option<&str>,
+) -> Result<Screenshot> {
+    if masks.is_empty() {
+        return screenshot(slot, max_side).await;
+    }
+    let observed = observe(slot).await?;
+    let mut ui = parse_ui_dump(&observed.ui.text)?;
+    let found = masks.apply(&mut ui);
+    shots::withhold_if(slot, lease, found.elsewhere);
+    match shots::masked(slot, max_side, masks, found.regions, lease).await? {
+        Shot::Taken(s) => Ok(s),
+        Shot::Withheld(reason) => Err(DeviceError::ScreenshotWithheld {
+            serial: slot.adb.serial().to_owned(),
+            reason,
+        }),
+    }
 }
 
 /// Reads the device once: UI tree, focus and keyboard in one command. The tree comes from
@@ -117,10 +129,20 @@ pub async fn observe(slot: &Slot) -> Result<Observed> {
     Ok(observed)
 }
 
-/// Reads the whole state; the UI snapshot becomes the one later index actions refer to.
-pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result<UiState> {
+/// Reads the whole state with `masks` applied; the UI snapshot becomes the one later index
+/// actions refer to. `lease` is the device's lease now, which a withheld screenshot is
+/// withheld for.
+pub async fn read_state(
+    slot: &Slot,
+    screenshot_max_side: Option<u32>,
+    masks: &MaskSet,
+    lease: Option<&str>,
+) -> Result<UiState> {
+    // With nothing to mask, the screenshot is taken alongside the dump; else after it (see
+    // `shots`).
+    let plain = masks.is_empty();
     let shot = async {
-        match screenshot_max_side {
+        match screenshot_max_side.filter(|_| plain) {
             Some(side) => screenshot(slot, side).await.map(Some),
             None => Ok(None),
         }
@@ -139,9 +161,17 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
         };
         Ok::<_, DeviceError>(observed)
     };
-    let (observed, screen, shot) = tokio::try_join!(observation, screen_size(slot), shot)?;
+    let (observed, screen, mut shot) = tokio::try_join!(observation, screen_size(slot), shot)?;
     let mut ui = parse_ui_dump(&observed.ui.text)?;
-    slot.secret_fields.apply(&mut ui);
+    let found = masks.apply(&mut ui);
+    shots::withhold_if(slot, lease, found.elsewhere);
+    let mut withheld = String::new();
+    if let Some(side) = screenshot_max_side.filter(|_| !plain) {
+        match shots::masked(slot, side, masks, found.regions, lease).await? {
+            Shot::Taken(s) => shot = Some(s),
+            Shot::Withheld(why) => withheld = why,
+        }
+    }
     let (package, activity) = parse_focus(&observed.window.text);
     let ime = &observed.ime.text;
     let ui = Arc::new(ui);
@@ -165,7 +195,7 @@ pub async fn read_state(slot: &Slot, screenshot_max_side: Option<u32>) -> Result
         screenshot: shot,
         captured_at_ms: now_unix_ms(),
         ui_source: observed.source.name().into(),
-        screenshot_withheld: String::new(),
+        screenshot_withheld: withheld,
     })
 }
 

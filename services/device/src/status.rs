@@ -36,10 +36,11 @@ pub fn to_status(e: DeviceError) -> Status {
     use tonic::Code;
     let code = match &e {
         DeviceError::UnknownDevice { .. } => Code::NotFound,
-        DeviceError::LeaseHeld { .. } | DeviceError::NoLease { .. } | DeviceError::NoDevices => {
-            Code::FailedPrecondition
-        }
-        DeviceError::AllBusy { .. } => Code::ResourceExhausted,
+        DeviceError::LeaseHeld { .. }
+        | DeviceError::NoLease { .. }
+        | DeviceError::NoDevices
+        | DeviceError::ScreenshotWithheld { .. } => Code::FailedPrecondition,
+        DeviceError::AllBusy { .. } | DeviceError::TooManySecrets { .. } => Code::ResourceExhausted,
         DeviceError::InvalidArgument(_) | DeviceError::Config(_) => Code::InvalidArgument,
         DeviceError::Unavailable { .. }
         | DeviceError::Timeout { .. }

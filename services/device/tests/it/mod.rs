@@ -10,5 +10,6 @@ mod flows;
 mod leases;
 mod offline;
 mod portal;
+mod secrets;
 mod settle;
 mod sims;
