@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use droidmesh_agent::tools::{KEYS, Tool};
 use droidmesh_proto::v1::{
-    ActionResult, DragRequest, Key, LeaseRef, ListPackagesRequest, LongPressRequest, Point,
-    PressKeyRequest, StartAppRequest, SwipeRequest, TapRequest, TypeTextRequest,
-    long_press_request, press_key_request, start_app_request, tap_request,
+    ActionResult, Bounds, DragRequest, Key, LeaseRef, ListPackagesRequest, LongPressRequest,
+    MaskedField, Point, PressKeyRequest, SecretMask, StartAppRequest, SwipeRequest, TapRequest,
+    TypeTextRequest, long_press_request, press_key_request, start_app_request, tap_request,
 };
 
 use crate::device_link::DeviceLink;
@@ -40,8 +40,11 @@ pub type Done = Result<(ActionResult, Value), String>;
 pub struct ToolCtx {
     device: DeviceLink,
     lease: LeaseRef,
-    /// Allowed secret ids and their values (values never leave this struct).
+    /// Allowed secret ids and their values (values leave this struct only for the device
+    /// service: typed, or sent with each read to be masked).
     secrets: HashMap<String, String>,
+    /// The field each secret id was typed into, as the device service named it.
+    typed: Mutex<HashMap<String, MaskedField>>,
     /// `method_used` of the results the executor makes itself ("codeact", "executor").
     agent: &'static str,
     signals: Mutex<Signals>,
@@ -58,9 +61,29 @@ impl ToolCtx {
             device,
             lease,
             secrets,
+            typed: Mutex::default(),
             agent,
             signals: Mutex::default(),
         }
+    }
+
+    /// What every read of the device sends to be masked: each secret the task may type, with
+    /// the field it went into once typed (so a restarted device service masks it as its
+    /// field's), those typed first, at most [`MAX_READ_MASKS`].
+    pub fn masks(&self) -> Vec<SecretMask> {
+        let typed = self.typed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut masks: Vec<SecretMask> = self
+            .secrets
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(id, v)| SecretMask {
+                secret: v.clone(),
+                field: typed.get(id).cloned(),
+            })
+            .collect();
+        masks.sort_by_key(|m| m.field.is_none());
+        masks.truncate(MAX_READ_MASKS);
+        masks
     }
 
     /// The leased device's serial.
@@ -256,6 +279,11 @@ impl ToolCtx {
                 .find(|(k, _)| k.eq_ignore_ascii_case(id))
                 .map(|(_, v)| v)
         });
+        let key = self
+            .secrets
+            .keys()
+            .find(|k| k.as_str() == id || k.eq_ignore_ascii_case(id))
+            .cloned();
         let Some(secret) = found.cloned() else {
             let mut known: Vec<&String> = self.secrets.keys().collect();
             known.sort();
@@ -278,6 +306,13 @@ impl ToolCtx {
             .await;
         // Whatever the device said, it must not carry the secret on.
         let r = r.map_err(|_| format!("typing secret '{id}' failed"))?;
+        let data = r.data.as_ref().map(droidmesh_proto::struct_to_json);
+        if let (Some(key), Some(field)) = (key, data.as_ref().and_then(typed_field)) {
+            self.typed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, field);
+        }
         action(ActionResult {
             success: r.success,
             action_taken: format!("typed secret '{id}'"),
@@ -333,6 +368,25 @@ impl ToolCtx {
             Value::Array(list),
         ))
     }
+}
+
+/// Secrets one read may send to be masked (the device service's bound).
+pub const MAX_READ_MASKS: usize = 64;
+
+/// The field a sensitive `TypeText` answer names (`data.field`).
+fn typed_field(data: &Value) -> Option<MaskedField> {
+    let f = data.get("field")?;
+    let n = |k: &str| f["bounds"][k].as_f64().map(|v| v as i32);
+    Some(MaskedField {
+        resource_id: f.get("resource_id")?.as_str()?.to_owned(),
+        class_name: f.get("class_name")?.as_str()?.to_owned(),
+        bounds: Some(Bounds {
+            left: n("left")?,
+            top: n("top")?,
+            right: n("right")?,
+            bottom: n("bottom")?,
+        }),
+    })
 }
 
 /// A device action's result; the caller gets its summary.

@@ -1,7 +1,7 @@
 //! Reading the device for a prompt, shared by CodeAct and `ExecuteSubgoal`: one `GetState`
 //! (with a screenshot when asked) turned into the elements and phone state prompts show.
 use droidmesh_agent::prompts::{PhoneState, Screen};
-use droidmesh_proto::v1::{GetStateRequest, Screenshot, UiState};
+use droidmesh_proto::v1::{GetStateRequest, Screenshot, SecretMask, UiState};
 
 use crate::device_link::DeviceLink;
 
@@ -14,21 +14,26 @@ pub struct Observed {
     pub phone: PhoneState,
     /// The screenshot, when one was asked for and the device gave one.
     pub screenshot: Option<Screenshot>,
+    /// Why the screenshot asked for was withheld (a typed secret shows where masking cannot
+    /// be sure), or empty.
+    pub withheld: String,
 }
 
-/// Reads the device's state; `screenshot` asks for a PNG no larger than `max_side`. A failure
-/// is said in words for the model and the user ([`DeviceLink::describe`]).
+/// Reads the device's state; `screenshot` asks for a PNG no larger than `max_side`; `masks`
+/// are the task's secrets, masked in the answer. A failure is said in words for the model and
+/// the user ([`DeviceLink::describe`]).
 pub async fn observe(
     device: &DeviceLink,
     serial: &str,
     screenshot: bool,
     max_side: u32,
+    masks: Vec<SecretMask>,
 ) -> Result<Observed, String> {
     let request = GetStateRequest {
         serial: serial.to_owned(),
         include_screenshot: screenshot,
         screenshot_max_side: max_side,
-        masks: Vec::new(),
+        masks,
     };
     let state = match device.client().get_state(request).await {
         Ok(r) => r.into_inner(),
@@ -39,6 +44,7 @@ pub async fn observe(
         elements,
         phone,
         screenshot: state.screenshot,
+        withheld: state.screenshot_withheld,
     })
 }
 

@@ -62,11 +62,23 @@ pub(crate) async fn execute_subgoal(
             model: describe_model(&exec.llm, AGENT, req.llm.as_ref()),
             source,
         })?;
+    // Every secret the task may type is masked in what is read (earlier subgoals may have
+    // typed it; this call does not know where).
+    let masks = secrets
+        .values()
+        .filter(|v| !v.is_empty())
+        .take(crate::device_tools::MAX_READ_MASKS)
+        .map(|v| droidmesh_proto::v1::SecretMask {
+            secret: v.clone(),
+            field: None,
+        })
+        .collect();
     let mut seen = match observe(
         &device,
         &lease.serial,
         req.vision,
         exec.cfg.screenshot_max_side,
+        masks,
     )
     .await
     {

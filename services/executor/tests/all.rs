@@ -5,6 +5,7 @@
 mod codeact;
 mod echo;
 mod endpoints;
+mod masking;
 mod models;
 mod rig;
 mod secrets;

@@ -110,6 +110,9 @@ struct Progress {
     fit: Fit,
     /// Whether the provider's token counts were found implausible (said once).
     miscounted: bool,
+    /// Why the device withholds screenshots, once it does: none is asked for again this run
+    /// (the device withholds them for the rest of the lease, which is the run's).
+    shots_withheld: Option<String>,
 }
 
 impl Run {
@@ -164,6 +167,7 @@ impl Run {
             admitted: Some(admitted),
             fit: Fit::new(limits),
             miscounted: false,
+            shots_withheld: None,
             goal: self.start.goal.clone(),
             history: Vec::new(),
             memory: Vec::new(),
@@ -246,8 +250,12 @@ impl Run {
                 step,
             }))
             .await?;
-            let seen = self.observe(setup, step).await?;
+            let seen = self.observe(setup, progress, step).await?;
             let mut record = StepRecord::new(step);
+            if !seen.withheld.is_empty() && progress.shots_withheld.is_none() {
+                record.withheld(&seen.withheld);
+                progress.shots_withheld = Some(seen.withheld.clone());
+            }
             // A prompt the provider refused as too long is fitted again once, to what the
             // refusal taught; a refused screenshot is dropped for the rest of the run.
             let mut refitted = false;
@@ -354,14 +362,17 @@ impl Run {
         Ok(())
     }
 
-    /// Reads the device and streams the screenshot when asked.
-    async fn observe(&mut self, setup: &Setup, step: u32) -> Flow<Observed> {
-        let want_shot = self.start.vision || self.start.stream_screenshots;
+    /// Reads the device, with the task's secrets masked, and streams the screenshot when
+    /// asked.
+    async fn observe(&mut self, setup: &Setup, progress: &Progress, step: u32) -> Flow<Observed> {
+        let want_shot = (self.start.vision || self.start.stream_screenshots)
+            && progress.shots_withheld.is_none();
         let seen = observe(
             &self.device,
             &setup.serial,
             want_shot,
             self.cfg.screenshot_max_side,
+            setup.tools.ctx().masks(),
         )
         .await
         .map_err(|e| Halt::Failed(step, format!("cannot read the device: {e}")))?;

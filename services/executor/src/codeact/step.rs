@@ -62,6 +62,15 @@ impl StepRecord {
         self.notes.push(user);
     }
 
+    /// The device withholds screenshots for the rest of the task (a typed secret shows where
+    /// masking cannot be sure), said once to both.
+    pub fn withheld(&mut self, why: &str) {
+        self.notice(
+            "No screenshot is sent from now on: a secret typed on this device shows where it cannot be masked in an image. Work from the element list.".into(),
+            format!("screenshots are withheld for the rest of the task: {why}"),
+        );
+    }
+
     /// A remark for the user alone (the model is told by the prompt itself).
     pub fn note(&mut self, user: String) {
         self.notes.push(user);
