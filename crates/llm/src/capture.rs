@@ -3,6 +3,7 @@
 //! completion as the GenAI conventions' `gen_ai.input.messages` / `gen_ai.output.messages`
 //! ([`ContentCapture`]), every configured secret value redacted and the text bounded.
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -13,6 +14,10 @@ pub const REDACTED: &str = "[REDACTED]";
 
 /// Appended to a text part cut short by the capture's byte budget.
 pub const TRUNCATED: &str = "…[truncated]";
+
+/// Secret values that may change while the process runs (a renewed secret file), asked for
+/// at each capture.
+pub type SecretSource = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// Default budget of captured text per attribute: 16 KiB.
 pub const DEFAULT_CAPTURE_BYTES: usize = 16 * 1024;
@@ -57,6 +62,8 @@ pub struct ContentCapture {
     enabled: bool,
     /// Longest first, so a secret that contains another is replaced whole.
     secrets: Vec<String>,
+    /// More values, asked for at each redaction.
+    source: Option<SecretSource>,
     max_bytes: usize,
 }
 
@@ -72,6 +79,7 @@ impl fmt::Debug for ContentCapture {
         f.debug_struct("ContentCapture")
             .field("enabled", &self.enabled)
             .field("secrets", &self.secrets.len())
+            .field("source", &self.source.is_some())
             .field("max_bytes", &self.max_bytes)
             .finish()
     }
@@ -83,6 +91,7 @@ impl ContentCapture {
         Self {
             enabled: false,
             secrets: Vec::new(),
+            source: None,
             max_bytes: DEFAULT_CAPTURE_BYTES,
         }
     }
@@ -95,6 +104,7 @@ impl ContentCapture {
         Self {
             enabled: true,
             secrets,
+            source: None,
             max_bytes: DEFAULT_CAPTURE_BYTES,
         }
     }
@@ -103,6 +113,13 @@ impl ContentCapture {
     pub fn new(enabled: bool, secrets: impl IntoIterator<Item = String>) -> Self {
         let capture = Self::on(secrets);
         Self { enabled, ..capture }
+    }
+
+    /// Also redacts every value `source` gives, asked for at each redaction (secrets read
+    /// again from files while the process runs).
+    pub fn with_secret_source(mut self, source: SecretSource) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// Caps the text of one captured attribute at `max_bytes`.
@@ -117,10 +134,21 @@ impl ContentCapture {
 
     /// `text` with every secret value replaced by [`REDACTED`].
     pub fn redact(&self, text: &str) -> String {
+        let more = self.source.as_ref().map(|f| f()).unwrap_or_default();
+        let mut all: Vec<&str> = self
+            .secrets
+            .iter()
+            .chain(&more)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !more.is_empty() {
+            all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
         let mut out = text.to_owned();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), REDACTED);
+        for s in all {
+            if out.contains(s) {
+                out = out.replace(s, REDACTED);
             }
         }
         out
@@ -214,6 +242,24 @@ mod tests {
             capture.redact("1 xxabcxx 2 abc"),
             "1 [REDACTED] 2 [REDACTED]"
         );
+    }
+
+    #[test]
+    fn values_from_a_source_are_redacted_as_they_are_at_each_capture() {
+        let now = Arc::new(std::sync::Mutex::new(vec!["first-4711".to_owned()]));
+        let read = now.clone();
+        let capture = ContentCapture::on(vec!["abc".to_owned()])
+            .with_secret_source(Arc::new(move || read.lock().unwrap().clone()));
+        assert_eq!(
+            capture.redact("first-4711 abc second-0815"),
+            "[REDACTED] [REDACTED] second-0815"
+        );
+        *now.lock().unwrap() = vec!["second-0815".to_owned(), "xxabcxx".to_owned()];
+        assert_eq!(
+            capture.redact("first-4711 xxabcxx second-0815"),
+            "first-4711 [REDACTED] [REDACTED]"
+        );
+        assert!(format!("{capture:?}").contains("source: true"));
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub mod testkit;
 mod transport;
 mod wire;
 
-pub use capture::{CallTags, ContentCapture, DEFAULT_CAPTURE_BYTES, REDACTED, TRUNCATED};
+pub use capture::{
+    CallTags, ContentCapture, DEFAULT_CAPTURE_BYTES, REDACTED, SecretSource, TRUNCATED,
+};
 pub use client::{BoundModel, BoxFuture, ChatModel, ChatTarget, LlmClient, ModelOverride};
 pub use config::{
     AGENT_PROFILES, DEFAULT_MAX_TOKENS, DEFAULT_PROFILE, LlmConfig, ProfileConfig, ProviderConfig,
