@@ -18,6 +18,9 @@ pub struct Config {
     /// The gateway's HTTP face (its port is `[listen] gateway_http`).
     pub gateway_http: droidmesh_gateway::http::HttpConfig,
     pub executor: droidmesh_executor::ExecutorConfig,
+    /// Where the executor's secrets come from besides `DROIDMESH_SECRET_<ID>`: a directory
+    /// of files, one per id (a mounted Kubernetes Secret).
+    pub secrets: droidmesh_executor::SecretsConfig,
     pub manager: droidmesh_manager::ManagerConfig,
     pub scripter: droidmesh_scripter::ScripterConfig,
     pub text_manipulator: droidmesh_text_manipulator::TextManipulatorConfig,

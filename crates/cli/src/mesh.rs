@@ -67,16 +67,23 @@ impl Service {
 }
 
 /// The LLM client of the agent services: the configured providers, or the built-in defaults.
-fn llm_client(config: &Config) -> Result<droidmesh_llm::LlmClient> {
+/// `held`: the secrets the service holds besides its environment's (the executor's files).
+fn llm_client(
+    config: &Config,
+    held: Option<&droidmesh_executor::Secrets>,
+) -> Result<droidmesh_llm::LlmClient> {
     droidmesh_llm::install_crypto_provider();
     let llm = config
         .llm
         .clone()
         .unwrap_or_else(droidmesh_llm::LlmConfig::defaults);
     // The secrets' values are redacted from captured content in every service, not only the
-    // executor that types them.
+    // executor that types them; the executor's, read again as its files change, at each capture.
     let secrets = droidmesh_executor::secrets_from_env().into_values();
-    let capture = droidmesh_llm::ContentCapture::new(config.telemetry.capture_content, secrets);
+    let mut capture = droidmesh_llm::ContentCapture::new(config.telemetry.capture_content, secrets);
+    if let Some(held) = held.cloned() {
+        capture = capture.with_secret_source(std::sync::Arc::new(move || held.values()));
+    }
     Ok(droidmesh_llm::LlmClient::from_config(&llm)
         .context("llm config is not usable")?
         .with_content_capture(capture))
@@ -206,11 +213,13 @@ fn bare_routes(
             )
         }
         Service::Executor => {
+            let secrets = droidmesh_executor::Secrets::load(&config.secrets)
+                .map_err(|e| anyhow::anyhow!("executor cannot start: {e}"))?;
             let svc = droidmesh_executor::executor_service(
                 config.executor.clone(),
-                llm_client(config)?,
+                llm_client(config, Some(&secrets))?,
                 config.endpoints.device.clone(),
-                droidmesh_executor::secrets_from_env(),
+                secrets,
             )
             .map_err(|e| anyhow::anyhow!("executor cannot start: {e}"))?;
             (
@@ -226,7 +235,7 @@ fn bare_routes(
             }
             let svc = droidmesh_manager::manager_service(
                 cfg,
-                llm_client(config)?,
+                llm_client(config, None)?,
                 config.endpoints.device.clone(),
             )
             .map_err(|e| anyhow::anyhow!("manager cannot start: {e}"))?;
@@ -240,7 +249,7 @@ fn bare_routes(
             if cfg.prompts_dir.is_none() {
                 cfg.prompts_dir.clone_from(&config.executor.prompts_dir);
             }
-            let svc = droidmesh_scripter::scripter_service(cfg, llm_client(config)?)
+            let svc = droidmesh_scripter::scripter_service(cfg, llm_client(config, None)?)
                 .map_err(|e| anyhow::anyhow!("scripter cannot start: {e}"))?;
             (
                 tonic::service::Routes::new(svc),
@@ -254,7 +263,7 @@ fn bare_routes(
             }
             let svc = droidmesh_text_manipulator::text_manipulator_service(
                 cfg,
-                llm_client(config)?,
+                llm_client(config, None)?,
                 config.endpoints.device.clone(),
             )
             .map_err(|e| anyhow::anyhow!("text manipulator cannot start: {e}"))?;
