@@ -3,7 +3,8 @@
 Renders the kustomize base and each overlay with `kubectl kustomize`, validates every object
 strictly against the schemas of each Kubernetes version in VERSIONS (kubernetes-validate), then
 runs the consistency rules of k8s_rules.py on the rendered objects and dockerfile_rules on the
-Dockerfile. Prints one line per failure and a count; exits 1 when anything failed.
+Dockerfile, and the rule of k8s_secrets.py on where Secrets go (with a self-test that a task
+Secret given to another service is caught). Prints one line per failure and a count; exits 1 when anything failed.
 """
 import argparse
 import re
@@ -16,6 +17,7 @@ import kubernetes_validate
 import yaml
 
 import k8s_rules
+import k8s_secrets
 
 # The oldest Kubernetes the manifests support (native sidecars, preStop sleep, gRPC probes) and
 # the newest whose schemas kubernetes-validate ships.
@@ -99,6 +101,7 @@ def main():
     report = Report()
 
     commands, services = binary_commands(args.binary)
+    holders = k8s_secrets.secret_holders(repo)
     facts = k8s_rules.Facts(
         commands=commands,
         services=services,
@@ -118,6 +121,9 @@ def main():
             autoscaled=target not in NO_AUTOSCALING,
             released=target.endswith("production"),
         )
+        config_maps = k8s_rules.named(objects, "ConfigMap")
+        task_secrets = k8s_secrets.check_secrets(report, target, objects, holders, k8s_rules.effective_config, config_maps)
+        k8s_secrets.self_test(report, target, objects, holders, k8s_rules.effective_config, config_maps, task_secrets)
 
     for failure in report.failures:
         print(f"FAIL {failure}")
