@@ -350,7 +350,9 @@ fn redact(e: DeviceError) -> DeviceError {
         | DeviceError::NoDevices
         | DeviceError::ScreenshotWithheld { .. }
         | DeviceError::TooManySecrets { .. }
-        | DeviceError::Config(_)) => other,
+        | DeviceError::Config(_)
+        | DeviceError::ConnectOff
+        | DeviceError::AttachFailed { .. }) => other,
         DeviceError::UiDump { .. } | DeviceError::Image(_) => {
             DeviceError::InvalidArgument(format!("{WHAT} failed"))
         }

@@ -31,6 +31,10 @@ pub struct DeviceConfig {
     /// `com.mobilerun.portal` when the device has it, else `uiautomator dump`), "uiautomator"
     /// or "portal".
     pub ui_source: crate::portal::UiSourcePref,
+    /// Whether `ConnectDevice` may attach phones by address. Off by default: it makes this
+    /// service dial any address a caller of its port names. Turn it on only where the port
+    /// is reached by operators alone (tenants never reach it: the gateway has no way to it).
+    pub allow_connect: bool,
 }
 
 impl Default for DeviceConfig {
@@ -47,6 +51,7 @@ impl Default for DeviceConfig {
             settle_quiet_ms: 250,
             settle_interval_ms: 5,
             ui_source: crate::portal::UiSourcePref::Auto,
+            allow_connect: false,
         }
     }
 }

@@ -62,6 +62,17 @@ pub enum DeviceError {
     /// The configuration is invalid.
     #[error("invalid device service configuration: {0}")]
     Config(String),
+    /// `ConnectDevice` while `device.allow_connect` is off.
+    #[error(
+        "attaching phones by address is turned off on this device service: list them in device.direct_devices or attach them to its adb server, or set device.allow_connect = true to let callers of its port attach them"
+    )]
+    ConnectOff,
+    /// A phone could not be attached by address. What answered there (nothing, another
+    /// protocol, a phone that refused the key) is only in the service's log.
+    #[error(
+        "could not attach a phone at {address}: check that a phone listens for ADB over TCP there and allows this device service's key (the device service's log says what happened)"
+    )]
+    AttachFailed { address: String },
 }
 
 /// Result alias for the device service.

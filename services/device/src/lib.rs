@@ -3,6 +3,7 @@
 //! Entry point: [`device_service`] builds the tonic server from a [`DeviceConfig`].
 pub mod actions;
 pub mod adb;
+mod attach;
 pub mod config;
 pub mod device_output;
 pub mod error;

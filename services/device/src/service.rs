@@ -10,8 +10,8 @@ use droidmesh_proto::v1::{
     GetStateRequest, Key, Lease, LeaseRef, ListDevicesRequest, ListDevicesResponse,
     ListPackagesRequest, ListPackagesResponse, LongPressRequest, PressKeyRequest,
     ReleaseLeaseRequest, ReleaseLeaseResponse, RenewLeaseRequest, Screenshot, StartAppRequest,
-    SwipeRequest, TakeScreenshotRequest, TapRequest, Transport, TypeTextRequest, UiState,
-    long_press_request, press_key_request, start_app_request, tap_request,
+    SwipeRequest, TakeScreenshotRequest, TapRequest, TypeTextRequest, UiState, long_press_request,
+    press_key_request, start_app_request, tap_request,
 };
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -39,6 +39,7 @@ struct Inner {
     leases: LeaseManager,
     screenshot_max_side: u32,
     settle: crate::settle::SettleConfig,
+    attach: crate::attach::AttachPolicy,
 }
 
 impl crate::metrics::LeaseCount for Inner {
@@ -82,6 +83,10 @@ impl DeviceServiceImpl {
                 leases: LeaseManager::new(clock, cfg.lease_default_ttl_ms, cfg.lease_max_ttl_ms),
                 screenshot_max_side: cfg.screenshot_max_side,
                 settle: cfg.settle(),
+                attach: crate::attach::AttachPolicy {
+                    allowed: cfg.allow_connect,
+                    floor: Duration::from_millis(cfg.command_timeout_ms),
+                },
             }),
         };
         let weak: std::sync::Weak<dyn crate::metrics::LeaseCount> =
@@ -270,13 +275,7 @@ impl DeviceService for DeviceServiceImpl {
     ) -> Result<Response<DeviceInfo>, Status> {
         let r = r.into_inner();
         self.read("connect_device", &r.address, async {
-            let transport = Transport::try_from(r.transport).map_err(|_| {
-                DeviceError::InvalidArgument(format!(
-                    "unknown transport {}: use TRANSPORT_ADB_SERVER (1), TRANSPORT_TCP_DIRECT (2) or leave it unset",
-                    r.transport
-                ))
-            })?;
-            let slot = self.inner.registry.connect(&r.address, transport).await?;
+            let slot = crate::attach::attach(&self.inner.registry, self.inner.attach, &r).await?;
             Ok(self.info(&slot))
         })
         .await

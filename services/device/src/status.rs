@@ -48,6 +48,8 @@ pub fn to_status(e: DeviceError) -> Status {
         DeviceError::BadOutput { .. } | DeviceError::Adb { .. } | DeviceError::Image(_) => {
             Code::Internal
         }
+        DeviceError::ConnectOff => Code::PermissionDenied,
+        DeviceError::AttachFailed { .. } => Code::Unavailable,
     };
     // A message may repeat what a caller sent (an unknown serial): escaped and bounded, it is
     // safe to print, and fits in the response's headers.

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use droidmesh_device::DeviceConfig;
 use droidmesh_proto::v1::{
     AcquireLeaseRequest, ConnectDeviceRequest, DragRequest, GetStateRequest, LeaseRef,
     ListPackagesRequest, LongPressRequest, Point, PressKeyRequest, ReleaseLeaseRequest,
@@ -31,7 +32,12 @@ async fn every_rpc_refuses_bad_input_with_a_clear_status() {
     let Some(shared) = shared() else { return };
     let fleet = start_fleet(1).await;
     let serial = shared.adb.connect(fleet.addrs()[0]).unwrap();
-    let mut client = serve(config(shared)).await;
+    // Attaching phones by address on, so ConnectDevice looks at what it is sent.
+    let mut client = serve(DeviceConfig {
+        allow_connect: true,
+        ..config(shared)
+    })
+    .await;
     let lease = acquire(&mut client, &serial, "bad-input").await;
     let n = state(&mut client, &serial).await.elements.len();
     let good = lref(&lease);

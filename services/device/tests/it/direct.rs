@@ -15,6 +15,7 @@ async fn direct_tcp_device_configured_and_connected() {
     let addrs = fleet.addrs();
     let mut client = serve(DeviceConfig {
         command_timeout_ms: 3_000,
+        allow_connect: true,
         ..direct_config(&addrs[0].to_string())
     })
     .await;

@@ -1,6 +1,7 @@
 //! Test modules and the shared harness.
 mod bad_input;
 mod common;
+mod connect;
 mod direct;
 mod errors;
 mod exchanges;
