@@ -4,7 +4,7 @@
 //! they keep a device: to anyone else a leased device is "busy". Whose task a holder is comes
 //! from the task store (a holder that is no task of the caller's tenant, or that cannot be
 //! looked up, counts as someone else's).
-use droidmesh_proto::v1::{DeviceInfo, ListDevicesRequest};
+use droidmesh_proto::v1::{DeviceInfo, LeaseInfo, ListDevicesRequest};
 use tonic::{Code, Status};
 
 use crate::runner::Deps;
@@ -62,19 +62,7 @@ pub async fn refusal(
     }
     let list = devices(deps).await.unwrap_or_default();
     if !serial.is_empty() {
-        let lease = list
-            .iter()
-            .find(|d| d.serial == serial)
-            .and_then(|d| d.lease.as_ref());
-        if let Some(l) = lease
-            && is_mine(deps, tenant, &l.holder).await
-        {
-            return format!(
-                "device {serial} is leased by {} (a task of this tenant) until {} (unix ms)",
-                l.holder, l.expires_at_ms
-            );
-        }
-        return format!("device {serial} is busy");
+        return one(deps, tenant, serial, lease_on(&list, serial)).await;
     }
     let leased: Vec<&DeviceInfo> = list.iter().filter(|d| d.lease.is_some()).collect();
     let mut mine = Vec::new();
@@ -93,6 +81,38 @@ pub async fn refusal(
         all
     } else {
         format!("{all}; tasks of this tenant hold {}", mine.join(", "))
+    }
+}
+
+/// The lease on `serial` in `list`, if it is leased.
+fn lease_on<'a>(list: &'a [DeviceInfo], serial: &str) -> Option<&'a LeaseInfo> {
+    list.iter()
+        .find(|d| d.serial == serial)
+        .and_then(|d| d.lease.as_ref())
+}
+
+/// "device S is busy", or, when a task of `tenant` holds it, which task and until when.
+async fn one(deps: &Deps, tenant: &str, serial: &str, lease: Option<&LeaseInfo>) -> String {
+    if let Some(l) = lease
+        && is_mine(deps, tenant, &l.holder).await
+    {
+        return format!(
+            "device {serial} is leased by {} (a task of this tenant) until {} (unix ms)",
+            l.holder, l.expires_at_ms
+        );
+    }
+    format!("device {serial} is busy")
+}
+
+/// Why a task of `tenant` could no longer renew its lease on `serial`: another task holds the
+/// device now (named only when it is the tenant's own), or the lease lapsed.
+pub async fn lost(deps: &Deps, tenant: &str, serial: &str) -> String {
+    match devices(deps).await {
+        Some(list) => match lease_on(&list, serial) {
+            Some(l) => one(deps, tenant, serial, Some(l)).await,
+            None => format!("the lease on device {serial} lapsed"),
+        },
+        None => format!("device {serial} is no longer leased to this task"),
     }
 }
 

@@ -77,7 +77,12 @@ pub async fn run<D: Driver>(
     );
 
     let (lost_tx, mut lost_rx) = tokio::sync::oneshot::channel::<String>();
-    let renewer = tokio::spawn(renew(deps.clone(), lease_ref(&lease), lost_tx));
+    let renewer = tokio::spawn(renew(
+        deps.clone(),
+        lease_ref(&lease),
+        entry.tenant.clone(),
+        lost_tx,
+    ));
     let ctx = TaskCtx {
         deps: &deps,
         entry: &entry,
@@ -172,8 +177,14 @@ pub fn finish_early(entry: &TaskEntry, state: TaskState, reason: &str) {
     );
 }
 
-/// Renews the lease every third of its ttl; reports a lease that can no longer be renewed.
-async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<String>) {
+/// Renews the lease every third of its ttl; reports a lease that can no longer be renewed (one
+/// another task took is told in words for `tenant`, see [`crate::busy`]).
+async fn renew(
+    deps: Deps,
+    lease: LeaseRef,
+    tenant: String,
+    lost: tokio::sync::oneshot::Sender<String>,
+) {
     let mut device = deps.device.clone();
     let every = Duration::from_millis(u64::from(deps.cfg.lease_ttl_ms / 3));
     let mut failures = 0;
@@ -185,7 +196,11 @@ async fn renew(deps: Deps, lease: LeaseRef, lost: tokio::sync::oneshot::Sender<S
         };
         match device.renew_lease(req).await {
             Ok(_) => failures = 0,
-            Err(s) if s.code() == Code::FailedPrecondition || s.code() == Code::NotFound => {
+            Err(s) if s.code() == Code::FailedPrecondition => {
+                let _ = lost.send(crate::busy::lost(&deps, &tenant, &lease.serial).await);
+                return;
+            }
+            Err(s) if s.code() == Code::NotFound => {
                 let _ = lost.send(s.message().to_owned());
                 return;
             }

@@ -355,3 +355,97 @@ async fn pending_detail(stack: &Stack, key: &str, id: &str) -> String {
     }
     panic!("task {id} ended without saying why it waits");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_lost_to_another_tenant_s_task_ends_the_task_without_naming_that_task() {
+    let Some(shared) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    write_keys(
+        &path,
+        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
+    );
+    let mut cfg = test_config();
+    cfg.auth.keys_file = Some(path);
+    let stack = stack_with(shared, None, cfg).await;
+    let mut g = stack.gateway.clone();
+    let serial = shared.serials[11].clone();
+    // A task of GLOBEX's whose id will hold ACME's device.
+    let theirs = g
+        .submit_task(with_key(GLOBEX, request("slow work", &shared.serials[12])))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    let ours = g
+        .submit_task(with_key(ACME, request("slow work", &serial)))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    wait_running(&stack, ACME, &ours).await;
+    // ACME's lease goes (its holder's own lease is handed back and let go) and GLOBEX's task
+    // takes the device before ACME's gateway renews it.
+    let mut d = stack.device.clone();
+    let lease = d
+        .acquire_lease(AcquireLeaseRequest {
+            serial: serial.clone(),
+            holder: ours.clone(),
+            ttl_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    d.release_lease(ReleaseLeaseRequest {
+        lease: Some(LeaseRef {
+            serial: serial.clone(),
+            lease_id: lease.lease_id,
+        }),
+    })
+    .await
+    .unwrap();
+    let taken = d
+        .acquire_lease(AcquireLeaseRequest {
+            serial: serial.clone(),
+            holder: theirs.clone(),
+            ttl_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let task = loop {
+        let t = g
+            .get_task(with_key(
+                ACME,
+                GetTaskRequest {
+                    task_id: ours.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        if t.state == TaskState::Failed as i32 {
+            break t;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task did not fail on losing its lease: {t:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert_eq!(
+        task.error,
+        format!("lost the lease on {serial}: device {serial} is busy"),
+        "{task:?}"
+    );
+    d.release_lease(ReleaseLeaseRequest {
+        lease: Some(LeaseRef {
+            serial,
+            lease_id: taken.lease_id,
+        }),
+    })
+    .await
+    .unwrap();
+    cancel(&mut g, GLOBEX, theirs).await;
+}
