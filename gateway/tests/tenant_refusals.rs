@@ -449,3 +449,67 @@ async fn a_lease_lost_to_another_tenant_s_task_ends_the_task_without_naming_that
     .unwrap();
     cancel(&mut g, GLOBEX, theirs).await;
 }
+
+/// Figures, not a check: how long a busy refusal takes on a gateway with keys, for a foreign
+/// holder and the tenant's own, against the device service's refusal alone (run with
+/// `--ignored --nocapture`).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn busy_refusal_figures() {
+    let Some(shared) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    write_keys(
+        &path,
+        &[entry(ACME, "acme", &[]), entry(GLOBEX, "globex", &[])],
+    );
+    let mut cfg = test_config();
+    cfg.auth.keys_file = Some(path);
+    let stack = stack_with(shared, None, cfg).await;
+    let mut g = stack.gateway.clone();
+    let serial = shared.serials[13].clone();
+    let held = g
+        .submit_task(with_key(ACME, request("slow work", &serial)))
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    wait_running(&stack, ACME, &held).await;
+    let percentiles = |mut v: Vec<Duration>| {
+        v.sort();
+        let at = |p: usize| v[(v.len() - 1) * p / 100].as_micros();
+        format!("p10 {} µs, p50 {} µs, p90 {} µs", at(10), at(50), at(90))
+    };
+    let mut d = stack.device.clone();
+    for round in 0..3 {
+        let (mut device, mut foreign, mut own) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..200 {
+            let t = std::time::Instant::now();
+            d.acquire_lease(AcquireLeaseRequest {
+                serial: serial.clone(),
+                holder: "figures".into(),
+                ttl_ms: 1_000,
+            })
+            .await
+            .unwrap_err();
+            device.push(t.elapsed());
+            let t = std::time::Instant::now();
+            g.submit_task(with_key(GLOBEX, request("x", &serial)))
+                .await
+                .unwrap_err();
+            foreign.push(t.elapsed());
+            let t = std::time::Instant::now();
+            g.submit_task(with_key(ACME, request("x", &serial)))
+                .await
+                .unwrap_err();
+            own.push(t.elapsed());
+        }
+        println!(
+            "round {round}: device service alone {}; gateway, another tenant's task {}; gateway, own task {}",
+            percentiles(device),
+            percentiles(foreign),
+            percentiles(own)
+        );
+    }
+    cancel(&mut g, ACME, held).await;
+}
