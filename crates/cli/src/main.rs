@@ -194,7 +194,6 @@ async fn real_main(cli: Cli) -> Result<()> {
                 dump_cost: dump_ms.map(std::time::Duration::from_millis),
                 portal,
                 apps_file: apps,
-                ..droidmesh_sim::SimOptions::default()
             };
             droidmesh_sim::run_until_signal(opts)
                 .await
