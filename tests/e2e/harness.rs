@@ -46,6 +46,34 @@ impl Proc {
 
     /// [`Proc::spawn`] with extra environment variables.
     pub fn spawn_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Proc, String> {
+        Self::start(name, args, env, Stdio::null(), Stdio::inherit())
+    }
+
+    /// [`Proc::spawn_env`] with everything the process prints (stdout and stderr) appended
+    /// to the file `log`.
+    pub fn spawn_logged(
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &std::path::Path,
+    ) -> Result<Proc, String> {
+        let open = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .map_err(|e| format!("cannot open {} for {name}: {e}", log.display()))
+        };
+        Self::start(name, args, env, open()?.into(), open()?.into())
+    }
+
+    fn start(
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<Proc, String> {
         let bin = droidmesh_bin()?;
         let data = tempfile::tempdir().map_err(|e| format!("no data directory for {name}: {e}"))?;
         let child = Command::new(bin)
@@ -54,8 +82,8 @@ impl Proc {
             .env("XDG_DATA_HOME", data.path())
             .envs(env.iter().copied())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
             .map_err(|e| format!("cannot start {name}: {e}"))?;
         Ok(Proc {
@@ -63,6 +91,11 @@ impl Proc {
             child,
             _data: data,
         })
+    }
+
+    /// The process's own data directory (its `XDG_DATA_HOME`).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._data.path()
     }
 
     pub fn id(&self) -> u32 {

@@ -20,6 +20,7 @@ mod faults;
 mod flood;
 mod http;
 mod lone_gateway;
+mod masking;
 mod metrics;
 mod otlp_metrics;
 mod pg_replicas;
@@ -94,6 +95,21 @@ struct Extra<'a> {
     gateway: &'a str,
     /// Whole sections appended to the config file.
     toml: &'a str,
+    /// Arguments added to `droidmesh sim` (e.g. `--apps FILE`).
+    sim: &'a [&'a str],
+    /// A directory where each process's output goes, appended to `NAME.log`.
+    logs: Option<&'a std::path::Path>,
+}
+
+impl Extra<'_> {
+    /// Starts service process `name` with the mesh's environment, its output logged when asked.
+    fn spawn(&self, name: &str, args: &[&str]) -> Proc {
+        match self.logs {
+            Some(dir) => Proc::spawn_logged(name, args, self.env, &dir.join(format!("{name}.log"))),
+            None => Proc::spawn_env(name, args, self.env),
+        }
+        .unwrap()
+    }
 }
 
 fn reply(text: &str) -> MockResponse {
@@ -130,14 +146,12 @@ async fn start_env(script: Vec<MockResponse>, env: &[(&str, &str)]) -> Mesh {
 /// Every service a separate process (device, manager, executor, scripter, text manipulator,
 /// gateway), two simulators attached through Debian's adb, and `script` as the model.
 async fn start_with(script: Vec<MockResponse>, extra: Extra<'_>) -> Mesh {
-    let env = extra.env;
     let adb = AdbServer::start().unwrap();
     let port = sim_port();
-    let sim = Proc::spawn(
-        "sim",
-        &["sim", "--port", &port.to_string(), "--devices", "2"],
-    )
-    .unwrap();
+    let port_arg = port.to_string();
+    let mut sim_args = vec!["sim", "--port", &port_arg, "--devices", "2"];
+    sim_args.extend_from_slice(extra.sim);
+    let sim = Extra { env: &[], ..extra }.spawn("sim", &sim_args);
     let mut serials = Vec::new();
     for p in [port, port + 1] {
         let addr: std::net::SocketAddr = format!("127.0.0.1:{p}").parse().unwrap();
@@ -204,12 +218,11 @@ model = "scripted-model"
     let device_args: Vec<String> = ["--config", cfg, "serve", "device"]
         .map(String::from)
         .to_vec();
-    let device = Proc::spawn_env("device", &["--config", cfg, "serve", "device"], env).unwrap();
+    let device = extra.spawn("device", &["--config", cfg, "serve", "device"]);
     for svc in ["manager", "scripter", "text-manipulator", "gateway"] {
-        procs.push(Proc::spawn_env(svc, &["--config", cfg, "serve", svc], env).unwrap());
+        procs.push(extra.spawn(svc, &["--config", cfg, "serve", svc]));
     }
-    let executor =
-        Proc::spawn_env("executor", &["--config", cfg, "serve", "executor"], env).unwrap();
+    let executor = extra.spawn("executor", &["--config", cfg, "serve", "executor"]);
     // Every service listens before the first task.
     for p in [dev, exe, man, scr, txt, gw] {
         let mut up = false;
