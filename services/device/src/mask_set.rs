@@ -6,6 +6,7 @@
 //! screenshot blacks out. Where a hit is not the field the secret was typed into, the app shows
 //! the secret elsewhere, and [`Findings::elsewhere`] says so.
 use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use droidmesh_proto::v1::{Bounds, UiElement};
 
@@ -31,6 +32,26 @@ fn add(a: u64, b: u64) -> u64 {
 fn sub(a: u64, b: u64) -> u64 {
     if a >= b { a - b } else { a + P - b }
 }
+
+/// Digests are keyed hashes already: a set of them needs no hashing of its own.
+#[derive(Default)]
+struct Passthrough(u64);
+
+impl Hasher for Passthrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type Digests = HashSet<u64, BuildHasherDefault<Passthrough>>;
 
 /// The digest of a secret (or a part of one): its length in bytes and its hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -124,12 +145,12 @@ pub struct MaskSet {
     roller: Roller,
     masks: Vec<Mask>,
     /// The digests of every piece, by length.
-    by_len: BTreeMap<usize, HashSet<u64>>,
+    by_len: BTreeMap<usize, Digests>,
 }
 
 impl MaskSet {
     pub fn new(roller: Roller, masks: Vec<Mask>) -> Self {
-        let mut by_len: BTreeMap<usize, HashSet<u64>> = BTreeMap::new();
+        let mut by_len: BTreeMap<usize, Digests> = BTreeMap::new();
         for p in masks.iter().flat_map(|m| &m.pieces) {
             by_len.entry(p.len).or_default().insert(p.hash);
         }

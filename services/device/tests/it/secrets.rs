@@ -413,19 +413,34 @@ async fn a_secret_only_the_reader_knows_is_masked_in_its_answer() {
     assert!(refused.message().contains("64"), "{}", refused.message());
 }
 
+/// Every log line of this test binary's device services, from the first call of this on:
+/// one subscriber for the whole process (a subscriber of one thread misses log lines whose
+/// call sites other tests' threads registered first, without a subscriber).
+fn captured_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
+        std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "info,droidmesh_device=trace,droidmesh_runtime=trace",
+            ))
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other global subscriber in this test binary");
+        lines
+    })
+    .clone()
+}
+
 /// Every log line of the device service while a secret is typed, read, masked, withheld and
 /// refused, at every level.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_device_service_logs_no_secret() {
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let sink = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || Sink(sink.clone()))
-        .finish();
-    // The service runs on this test's one thread, so this subscriber sees all it logs.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let lines = captured_logs();
     let vault = Vault::start().await;
     let serial = &vault.serial;
     let mut c = vault.service().await;
@@ -461,4 +476,86 @@ impl std::io::Write for Sink {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Figures (run with `--ignored --nocapture`, in release): what masking costs a read. A dump
+/// of 200 elements with 60 characters of text and 30 of description each is masked with 1,
+/// 64 and 1024 secrets of as many lengths; then GetState with a screenshot, on the simulator,
+/// without secrets and with one typed (two more looks at the screen around the capture).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement, not a check"]
+async fn masking_figures() {
+    use droidmesh_device::mask_set::{Mask, MaskSet, Roller};
+    use droidmesh_device::ui_dump::ParsedUi;
+    let ui = ParsedUi {
+        elements: (0..200)
+            .map(|i| UiElement {
+                index: i,
+                text: format!("{i:04} the quick brown fox jumps over the lazy dog, twice {i:04}"),
+                content_desc: format!("description of element {i:05}"),
+                bounds: Some(Bounds {
+                    left: 0,
+                    top: 10 * i as i32,
+                    right: 100,
+                    bottom: 10 * i as i32 + 10,
+                }),
+                ..UiElement::default()
+            })
+            .collect(),
+        focused_index: None,
+        total_nodes: 200,
+    };
+    let roller = Roller::random();
+    for n in [1usize, 64, 1024] {
+        let masks = (0..n)
+            .map(|i| Mask {
+                pieces: roller.pieces(&"s".repeat(4 + i)),
+                field: None,
+            })
+            .collect();
+        let set = MaskSet::new(roller, masks);
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let mut copy = ui.clone();
+            let t = std::time::Instant::now();
+            set.apply(&mut copy);
+            times.push(t.elapsed());
+        }
+        times.sort();
+        println!(
+            "apply, {n} secrets of {n} lengths: min {:?} median {:?} max {:?}",
+            times[0], times[10], times[19]
+        );
+    }
+    let vault = Vault::start().await;
+    let serial = &vault.serial;
+    let mut c = vault.service().await;
+    let lease = acquire(&mut c, serial, "task-figures").await;
+    start_app(&mut c, &lease, "com.droidmesh.vault").await;
+    let timed = async |c: &mut Client, label: &str| {
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let t = std::time::Instant::now();
+            let st = c
+                .get_state(GetStateRequest {
+                    serial: serial.clone(),
+                    include_screenshot: true,
+                    screenshot_max_side: 1024,
+                    masks: Vec::new(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(st.screenshot.is_some());
+            times.push(t.elapsed());
+        }
+        times.sort();
+        println!(
+            "GetState with a screenshot, {label}: min {:?} median {:?} max {:?}",
+            times[0], times[10], times[19]
+        );
+    };
+    timed(&mut c, "nothing to mask").await;
+    type_secret(&mut c, serial, &lease).await;
+    timed(&mut c, "a typed secret").await;
 }
