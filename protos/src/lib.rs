@@ -12,7 +12,10 @@ mod json;
 impl std::fmt::Debug for v1::SecretMask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SecretMask")
-            .field("secret", &format_args!("<{} characters>", self.secret.chars().count()))
+            .field(
+                "secret",
+                &format_args!("<{} characters>", self.secret.chars().count()),
+            )
             .field("field", &self.field)
             .finish()
     }
