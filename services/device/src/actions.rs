@@ -345,6 +345,7 @@ fn redact(e: DeviceError) -> DeviceError {
         }
         other @ (DeviceError::UnknownDevice { .. }
         | DeviceError::LeaseHeld { .. }
+        | DeviceError::LeaseReplaced { .. }
         | DeviceError::NoLease { .. }
         | DeviceError::AllBusy { .. }
         | DeviceError::NoDevices

@@ -16,13 +16,19 @@ pub enum DeviceError {
     /// No device with this serial is known.
     #[error("device {serial} is not known; list devices to see the serials available")]
     UnknownDevice { serial: String },
-    /// The device is leased by someone else (or the lease given is stale).
+    /// The device is leased by someone else (asked for a lease).
     #[error("device {serial} is leased by {holder} until {expires_at_ms} (unix ms)")]
     LeaseHeld {
         serial: String,
         holder: String,
         expires_at_ms: i64,
     },
+    /// The lease given is no longer the device's: another lease holds it now. Who holds it is
+    /// not said: the caller's lease ended, and the new holder may be another tenant's task.
+    #[error(
+        "the lease given for device {serial} is no longer valid: the device is held under another lease now; acquire it again"
+    )]
+    LeaseReplaced { serial: String },
     /// An action was attempted without a valid lease on a free device.
     #[error("no lease held on device {serial}; acquire one first")]
     NoLease { serial: String },

@@ -235,10 +235,8 @@ fn valid_entry<'a>(
             if e.lease_id == lease.lease_id {
                 Ok(e)
             } else {
-                Err(DeviceError::LeaseHeld {
+                Err(DeviceError::LeaseReplaced {
                     serial: serial.clone(),
-                    holder: e.holder.clone(),
-                    expires_at_ms: e.expires_at_ms,
                 })
             }
         }

@@ -37,6 +37,7 @@ pub fn to_status(e: DeviceError) -> Status {
     let code = match &e {
         DeviceError::UnknownDevice { .. } => Code::NotFound,
         DeviceError::LeaseHeld { .. }
+        | DeviceError::LeaseReplaced { .. }
         | DeviceError::NoLease { .. }
         | DeviceError::NoDevices
         | DeviceError::ScreenshotWithheld { .. } => Code::FailedPrecondition,

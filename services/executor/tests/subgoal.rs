@@ -331,7 +331,9 @@ async fn a_stale_lease_is_a_failed_result_from_the_device() {
     assert!(!r.success, "{resp:?}");
     let error = r.error.clone().unwrap();
     assert!(
-        error.starts_with("tap failed: ") && error.contains("leased by test"),
+        error.starts_with("tap failed: ")
+            && error.contains("is no longer valid")
+            && !error.contains("leased by"),
         "{error}"
     );
     assert_eq!(setting(&rig, "wifi_on"), "0");

@@ -95,7 +95,7 @@ async fn every_rpc_refuses_bad_input_with_a_clear_status() {
             "renew: unknown lease id",
             call!(c, renew_lease, RenewLeaseRequest { lease: wrong_id.clone(), ttl_ms: 0 }),
             Code::FailedPrecondition,
-            "is leased by bad-input until".into(),
+            "is no longer valid: the device is held under another lease now".into(),
         ),
         (
             "release: no lease",
@@ -137,7 +137,7 @@ async fn every_rpc_refuses_bad_input_with_a_clear_status() {
             "tap: wrong lease id",
             call!(c, tap, TapRequest { lease: wrong_id.clone(), target: Some(tap_request::Target::Index(0)) }),
             Code::FailedPrecondition,
-            "is leased by bad-input until".into(),
+            "is no longer valid: the device is held under another lease now".into(),
         ),
         (
             "tap: no target",
