@@ -39,6 +39,8 @@ pub struct Routed {
     pub agent: Agent,
     pub result: ActionResult,
     pub answer: String,
+    /// Why the agent's screenshot (vision) was withheld by the device service, or empty.
+    pub withheld: String,
 }
 
 fn invoke_span(
@@ -136,6 +138,7 @@ pub async fn route(
                     ..ActionResult::default()
                 },
                 answer: String::new(),
+                withheld: String::new(),
             },
         }
     };
@@ -157,6 +160,7 @@ fn failed(agent: Agent, result: ActionResult) -> Routed {
         agent,
         result,
         answer: String::new(),
+        withheld: String::new(),
     }
 }
 
@@ -208,6 +212,7 @@ async fn executor(
         agent,
         result,
         answer: r.description,
+        withheld: r.screenshot_withheld,
     }
 }
 
@@ -249,6 +254,7 @@ async fn scripter(
                     agent,
                     result,
                     answer: done.answer,
+                    withheld: String::new(),
                 };
             }
             Ok(None) => {
@@ -309,6 +315,7 @@ async fn text(
         agent,
         result,
         answer,
+        withheld: String::new(),
     }
 }
 

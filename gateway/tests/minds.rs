@@ -279,6 +279,7 @@ impl ExecutorService for Executor {
             action_json: "{\"action\": \"tap\"}".into(),
             description: "scripted".into(),
             usage: Some(usage("executor")),
+            ..ExecuteSubgoalResponse::default()
         }))
     }
 }

@@ -392,6 +392,21 @@ async fn a_typed_secret_reaches_no_model_event_span_log_store_or_screenshot() {
     .await;
     assert!(completed(&third).success, "{:?}", completed(&third));
     assert!(screenshots(&third).is_empty(), "a screenshot in task 3");
+    // ... and says so, once, with the device service's reason.
+    let told: Vec<_> = third
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(task_event::Kind::Message(m))
+                if m.text
+                    .starts_with("screenshots are withheld for the rest of the task: ") =>
+            {
+                Some(m.text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{third:#?}");
+    assert!(told[0].contains("typed secret"), "{}", told[0]);
 
     // The model saw no secret, in words or in pixels.
     let requests = mesh.llm.requests();

@@ -67,6 +67,9 @@ pub(crate) struct Loop<'a> {
     stop: Option<String>,
     /// An ending that arrived during a call whose caller cannot return it at once.
     pending_end: Option<Ending>,
+    /// Set once the device service withheld a screenshot of this task (the user is told once;
+    /// the streamed screenshots stop).
+    shots_withheld: bool,
 }
 
 fn cut(s: &str, max: usize) -> String {
@@ -95,6 +98,7 @@ impl<'a> Loop<'a> {
             failed_steps: 0,
             stop: None,
             pending_end: None,
+            shots_withheld: false,
         }
     }
 
@@ -127,6 +131,7 @@ impl<'a> Loop<'a> {
             if let Some(end) = self.stopped() {
                 return end;
             }
+            self.withheld(&plan.screenshot_withheld);
             self.take_plan(&plan);
             if let Some(answer) = plan.direct_response.clone() {
                 self.ctx.entry.update(|t| t.answered_directly = true);
@@ -315,6 +320,7 @@ impl<'a> Loop<'a> {
             context,
         );
         let routed = self.guarded(call).await?;
+        self.withheld(&routed.withheld);
         self.ctx.entry.push(task_event::Kind::SubgoalResult(
             droidmesh_proto::v1::SubgoalResult {
                 agent: routed.agent.name().into(),

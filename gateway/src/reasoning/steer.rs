@@ -12,6 +12,10 @@ use crate::error::PeerError;
 use crate::runner::set_state;
 use crate::store::Control;
 
+/// How the device service words a withheld screenshot ("the screenshot of device S is
+/// withheld: why"); what follows is the reason told to the user.
+const WITHHELD: &str = " is withheld: ";
+
 impl Loop<'_> {
     /// Streams a request for a person and waits for the reply (the lease is kept meanwhile).
     pub(super) async fn ask_human(&mut self, help: HumanHelpRequest) -> Result<(), Ending> {
@@ -100,6 +104,9 @@ impl Loop<'_> {
 
     /// Streams the screen as the subgoal left it (best effort: a failed read is logged).
     pub(super) async fn screenshot(&mut self) {
+        if self.shots_withheld {
+            return;
+        }
         let mut device = self.ctx.deps.device.clone();
         let req = droidmesh_proto::v1::TakeScreenshotRequest {
             serial: self.ctx.lease.serial.clone(),
@@ -111,12 +118,31 @@ impl Loop<'_> {
                 let shot = shot.into_inner();
                 self.ctx.entry.push(task_event::Kind::Screenshot(shot));
             }
+            Ok(Err(s))
+                if s.code() == tonic::Code::FailedPrecondition
+                    && s.message().contains(WITHHELD) =>
+            {
+                let why = s.message().split_once(WITHHELD).map_or("", |(_, why)| why);
+                self.withheld(why);
+            }
             Ok(Err(s)) => {
                 tracing::warn!(task = %self.ctx.entry.id, error = %PeerError::new("device", &s), "screenshot failed")
             }
             // A cancel or stop arrived meanwhile; the next step of the loop honours it.
             Err(end) => self.pending_end = Some(end),
         }
+    }
+
+    /// Tells the user, once per task, that the device service withholds this task's
+    /// screenshots (`why` non-empty), and stops streaming them.
+    pub(super) fn withheld(&mut self, why: &str) {
+        if why.is_empty() || self.shots_withheld {
+            return;
+        }
+        self.shots_withheld = true;
+        self.ctx.message(&format!(
+            "screenshots are withheld for the rest of the task: {why}"
+        ));
     }
 
     /// The ending a stop asked for, once the call in progress has returned.

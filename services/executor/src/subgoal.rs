@@ -95,6 +95,12 @@ pub(crate) async fn execute_subgoal(
     let atomic =
         tools::select(ATOMIC_ACTIONS).map_err(|e| ExecutorError::Prompt(AGENT, e.to_string()))?;
     let attach = req.vision && seen.screenshot.is_some();
+    // The gateway tells the user, once per task, when the screenshot was withheld.
+    let withheld = if req.vision {
+        std::mem::take(&mut seen.withheld)
+    } else {
+        String::new()
+    };
     let shot = seen.screenshot.take();
     let system = prompt(&req, seen, &atomic, attach);
     let system = exec
@@ -131,11 +137,10 @@ pub(crate) async fn execute_subgoal(
         Ok(p) => p,
         Err(e) => {
             let error = format!("the executor's reply could not be read: {e}");
-            return Ok(respond(
-                failed(error, None, started),
-                Reply::default(),
-                Some(usage),
-            ));
+            return Ok(ExecuteSubgoalResponse {
+                screenshot_withheld: withheld,
+                ..respond(failed(error, None, started), Reply::default(), Some(usage))
+            });
         }
     };
     let reply = Reply {
@@ -150,7 +155,10 @@ pub(crate) async fn execute_subgoal(
         let step = (req.step > 0).then_some(req.step);
         act(&ctx, &req.task_id, step, &atomic, &parsed, started).await
     };
-    Ok(respond(result, reply, Some(usage)))
+    Ok(ExecuteSubgoalResponse {
+        screenshot_withheld: withheld,
+        ..respond(result, reply, Some(usage))
+    })
 }
 
 /// The executor prompt's context for this request and screen.
@@ -201,6 +209,7 @@ fn respond(
         action_json: reply.action_json,
         description: reply.description,
         usage,
+        screenshot_withheld: String::new(),
     }
 }
 

@@ -29,6 +29,12 @@ pub(crate) async fn plan(m: &Manager, r: PlanRequest) -> Result<PlanResponse, Ma
     let model = Model::resolve(&m.llm, AGENT, r.llm.as_ref())?;
     let state = m.devices.read(r.device.as_ref(), r.vision).await?;
     let screenshot = state.screenshot.as_ref().filter(|_| r.vision);
+    // The gateway tells the user, once per task, when the screenshot was withheld.
+    let withheld = if r.vision {
+        state.screenshot_withheld.clone()
+    } else {
+        String::new()
+    };
     let ctx = prompt::context(&r, &state, screenshot.is_some());
     let text = m.prompts.render(&ctx).map_err(|e| ManagerError::Prompt {
         template: "manager/system",
@@ -56,13 +62,17 @@ pub(crate) async fn plan(m: &Manager, r: PlanRequest) -> Result<PlanResponse, Ma
                 direct_response = out.direct_response.is_some(),
                 "plan ready"
             );
-            Ok(response(out, usage))
+            Ok(PlanResponse {
+                screenshot_withheld: withheld,
+                ..response(out, usage)
+            })
         }
         Err(e) => {
             tracing::warn!(error = %e, "the model's reply holds no decision");
             Ok(PlanResponse {
                 usage,
                 parse_warnings: vec![e.to_string()],
+                screenshot_withheld: withheld,
                 ..PlanResponse::default()
             })
         }
@@ -103,6 +113,7 @@ fn response(out: ManagerOutput, usage: Option<droidmesh_proto::v1::UsageReport>)
             instructions: h.instructions,
         }),
         direct_response: out.direct_response,
+        screenshot_withheld: String::new(),
     }
 }
 
