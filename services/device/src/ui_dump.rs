@@ -100,9 +100,10 @@ pub fn parse_ui_dump(raw: &str) -> Result<ParsedUi> {
                     .ok_or_else(|| bad("</node> without a matching <node>".to_owned()))?;
             }
             Event::Start(e) | Event::Empty(e) => {
+                // Its name is not quoted: errors are not masked, so they quote no part of a dump.
                 return Err(bad(format!(
-                    "unexpected element <{}>; a dump holds only <hierarchy> and <node>",
-                    e.name().as_ref()
+                    "an unexpected element ({} bytes of name); a dump holds only <hierarchy> and <node>",
+                    e.name().as_ref().len()
                 )));
             }
             Event::Eof => break,
@@ -239,10 +240,16 @@ fn bad(detail: String) -> DeviceError {
     DeviceError::UiDump { detail }
 }
 
+/// The start of output that holds no hierarchy, for the operator: the words of a tool that
+/// failed ("ERROR: could not get idle state."). Markup is never quoted: an app's text (a typed
+/// secret among it) only ever shows inside markup, and errors are not masked.
 fn snippet(raw: &str) -> String {
     let t = raw.trim();
     if t.is_empty() {
         return String::new();
+    }
+    if t.contains('<') {
+        return " (it holds markup, not quoted)".to_owned();
     }
     let cut: String = t.chars().take(80).collect();
     format!(" (starts with '{cut}')")

@@ -78,6 +78,29 @@ fn leading_noise_and_missing_trailer_are_tolerated() {
 }
 
 #[test]
+fn errors_never_quote_an_apps_text() {
+    let secret = "hunter2xyz";
+    for input in [
+        format!("<node text=\"{secret}\"/></hierarchy>"),
+        format!("garbage <node content-desc=\"{secret}\"/>"),
+        format!("<hierarchy><node text=\"{secret}\" bounds=\"[0,0]\"/></hierarchy>"),
+        format!("<hierarchy><node text=\"{secret}&bogus;\"/></hierarchy>"),
+        format!("<hierarchy><node text=\"{secret}/></hierarchy>"),
+        format!("<hierarchy><{secret}/></hierarchy>"),
+    ] {
+        let err = parse_ui_dump(&input).unwrap_err().to_string();
+        assert!(!err.contains("hunter2"), "{input:?}: {err}");
+    }
+    // A tool's own words are still shown.
+    let err = parse_ui_dump("ERROR: could not get idle state.").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("starts with 'ERROR: could not get idle state.'"),
+        "{err}"
+    );
+}
+
+#[test]
 fn empty_and_garbage_are_errors_not_panics() {
     for input in [
         "",
