@@ -182,6 +182,30 @@ pub struct Telemetry {
     pub capture_content: bool,
 }
 
+impl Config {
+    /// Where a device service that outlives a command keeps typed secrets' masks, unless the
+    /// config says: `$XDG_DATA_HOME/droidmesh/device`, else `~/.local/share/droidmesh/device`
+    /// (neither set: in memory only; the note to show says so).
+    pub fn keep_masks_by_default(&mut self) -> Option<&'static str> {
+        if !self.device.state_dir.is_empty() {
+            return None;
+        }
+        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        let dir = env("XDG_DATA_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| env("HOME").map(|h| std::path::PathBuf::from(h).join(".local/share")));
+        match dir {
+            Some(d) => {
+                self.device.state_dir = d.join("droidmesh/device").to_string_lossy().into_owned();
+                None
+            }
+            None => Some(
+                "note: neither device.state_dir, XDG_DATA_HOME nor HOME is set: the masks of typed secrets are kept in memory only, and a restart of the device service loses them",
+            ),
+        }
+    }
+}
+
 impl Validate for Config {
     fn validate(&self) -> Result<(), Vec<String>> {
         let mut problems = Vec::new();

@@ -204,7 +204,12 @@ async fn real_main(cli: Cli) -> Result<()> {
             listen,
             admin,
         } => {
-            let config = load(cli.config)?;
+            let mut config = load(cli.config)?;
+            if service == Service::Device
+                && let Some(note) = config.keep_masks_by_default()
+            {
+                say!("{note}");
+            }
             let admin_addr = admin.or_else(|| config.listen.admin_addr());
             let mut telemetry_opts =
                 TelemetryOptions::new(&format!("droidmesh-{}", service.name()));
@@ -254,7 +259,10 @@ async fn real_main(cli: Cli) -> Result<()> {
             }
         }
         Command::Up { sims, admin } => {
-            let config = load(cli.config)?;
+            let mut config = load(cli.config)?;
+            if let Some(note) = config.keep_masks_by_default() {
+                say!("{note}");
+            }
             let admin_addr = admin.or_else(|| config.listen.admin_addr());
             let mut telemetry_opts = TelemetryOptions::new("droidmesh-up");
             telemetry_opts.metrics = admin_addr.is_some();

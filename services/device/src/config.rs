@@ -35,6 +35,10 @@ pub struct DeviceConfig {
     /// service dial any address a caller of its port names. Turn it on only where the port
     /// is reached by operators alone (tenants never reach it: the gateway has no way to it).
     pub allow_connect: bool,
+    /// Where the masks of typed secrets are kept across restarts of this service (see
+    /// `mask_store`); empty: in memory only. `droidmesh serve device` and `droidmesh up` use
+    /// `$XDG_DATA_HOME/droidmesh/device` (or `~/.local/share/droidmesh/device`) when unset.
+    pub state_dir: String,
 }
 
 impl Default for DeviceConfig {
@@ -52,6 +56,7 @@ impl Default for DeviceConfig {
             settle_interval_ms: 5,
             ui_source: crate::portal::UiSourcePref::Auto,
             allow_connect: false,
+            state_dir: String::new(),
         }
     }
 }

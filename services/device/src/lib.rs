@@ -11,6 +11,7 @@ pub mod input;
 pub mod labels;
 pub mod lease;
 pub mod mask_set;
+pub mod mask_store;
 pub mod metrics;
 pub mod observe;
 pub mod portal;

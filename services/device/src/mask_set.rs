@@ -73,6 +73,17 @@ impl std::fmt::Debug for Roller {
 }
 
 impl Roller {
+    /// A base kept from an earlier run of the service ([`crate::mask_store`]); `None` for a
+    /// value no base drawn here can have.
+    pub fn from_base(base: u64) -> Option<Self> {
+        (2..P - 1).contains(&base).then_some(Self { base })
+    }
+
+    /// The base, to be kept with the digests made with it.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
     /// A base drawn at random (in 2..P-1).
     pub fn random() -> Self {
         let r = uuid::Uuid::new_v4().as_u128();

@@ -108,6 +108,8 @@ pub struct Registry {
     slots: RwLock<HashMap<String, Arc<Slot>>>,
     ui_source: crate::portal::UiSourcePref,
     server_warned: std::sync::atomic::AtomicBool,
+    /// Where typed secrets' masks are kept across restarts, if anywhere.
+    masks: Option<Arc<crate::mask_store::MaskStore>>,
 }
 
 impl Registry {
@@ -117,6 +119,7 @@ impl Registry {
         timeout: Duration,
         key_path: Option<PathBuf>,
         ui_source: crate::portal::UiSourcePref,
+        masks: Option<Arc<crate::mask_store::MaskStore>>,
     ) -> Self {
         let reg = Self {
             server,
@@ -125,6 +128,7 @@ impl Registry {
             slots: RwLock::default(),
             ui_source,
             server_warned: std::sync::atomic::AtomicBool::new(false),
+            masks,
         };
         for addr in direct {
             reg.insert_direct(
@@ -144,6 +148,7 @@ impl Registry {
 
     /// A device's slot, with nothing known or done on it yet.
     fn slot(&self, adb: AdbDevice, transport: Transport, info: SlotInfo) -> Arc<Slot> {
+        let secret_fields = SecretFields::kept(adb.serial(), self.masks.clone());
         Arc::new(Slot {
             adb,
             transport,
@@ -151,7 +156,7 @@ impl Registry {
             screen: OnceCell::new(),
             last_ui: Mutex::new(None),
             described: OnceCell::new(),
-            secret_fields: SecretFields::default(),
+            secret_fields,
             settle: crate::settle::SettleState::default(),
             ui_source: crate::portal::SourceCell::new(self.ui_source),
             learned: std::sync::atomic::AtomicBool::new(false),

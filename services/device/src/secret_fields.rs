@@ -10,19 +10,21 @@
 //! remembered as typed ones, so a restarted service masks again from the first such read;
 //! the others mask that answer only.
 //!
-//! Masks outlive the lease (the next holder must not read the field either). At most
+//! Masks outlive the lease (the next holder must not read the field either) and, with a state
+//! directory, the service: every change is written there ([`crate::mask_store`]). At most
 //! [`MAX_MASKS`] per device: past it the oldest of earlier leases give way; when all are the
 //! current lease's, a further sensitive `TypeText` is refused rather than left unmasked.
 //!
 //! When a secret shows where its masking cannot be sure (outside its field), the device is
 //! marked for the rest of that lease: screenshots are withheld until the lease changes.
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use droidmesh_proto::v1::{Bounds, MaskedField, SecretMask, UiElement};
 
 use crate::error::{DeviceError, Result};
-use crate::mask_set::{Mask, MaskSet, Roller};
+use crate::mask_set::{Mask, MaskSet, Piece, Roller};
+use crate::mask_store::{MaskStore, Saved, SavedField, SavedMask};
 
 /// Secrets remembered per device.
 pub const MAX_MASKS: usize = 1024;
@@ -112,6 +114,8 @@ struct Table {
 pub struct SecretFields {
     roller: Roller,
     table: Mutex<Table>,
+    /// Where the masks are written on every change, and the device's serial.
+    kept: Option<(Arc<MaskStore>, String)>,
 }
 
 impl std::fmt::Debug for SecretFields {
@@ -129,11 +133,112 @@ impl Default for SecretFields {
         Self {
             roller: Roller::random(),
             table: Mutex::default(),
+            kept: None,
+        }
+    }
+}
+
+impl FieldKey {
+    fn saved(&self) -> SavedField {
+        match self {
+            FieldKey::Id {
+                resource_id,
+                class_name,
+            } => SavedField::Id {
+                resource_id: resource_id.clone(),
+                class_name: class_name.clone(),
+            },
+            FieldKey::Place(b) => SavedField::Place {
+                left: b.left,
+                top: b.top,
+                right: b.right,
+                bottom: b.bottom,
+            },
+        }
+    }
+
+    fn restored(f: SavedField) -> Self {
+        match f {
+            SavedField::Id {
+                resource_id,
+                class_name,
+            } => FieldKey::Id {
+                resource_id,
+                class_name,
+            },
+            SavedField::Place {
+                left,
+                top,
+                right,
+                bottom,
+            } => FieldKey::Place(Bounds {
+                left,
+                top,
+                right,
+                bottom,
+            }),
         }
     }
 }
 
 impl SecretFields {
+    /// The table of device `serial`, with the masks `store` kept from an earlier run; every
+    /// change is written to `store`. Without a store, masks live as long as the process.
+    pub fn kept(serial: &str, store: Option<Arc<MaskStore>>) -> Self {
+        let Some(store) = store else {
+            return Self::default();
+        };
+        let saved = store.take(serial);
+        let roller = saved
+            .as_ref()
+            .and_then(|s| Roller::from_base(s.base))
+            .unwrap_or_else(Roller::random);
+        let masks = saved
+            .map(|s| s.masks)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| Remembered {
+                mask: Mask {
+                    pieces: m
+                        .pieces
+                        .into_iter()
+                        .map(|(len, hash)| Piece { len, hash })
+                        .collect(),
+                    field: m.field.map(FieldKey::restored),
+                },
+                lease: m.lease,
+            })
+            .collect();
+        Self {
+            roller,
+            table: Mutex::new(Table { masks, taint: None }),
+            kept: Some((store, serial.to_owned())),
+        }
+    }
+
+    /// Writes the masks to the state directory, if there is one. A failed write is logged:
+    /// the masks still hold in this process.
+    fn keep(&self, t: &Table) {
+        let Some((store, serial)) = &self.kept else {
+            return;
+        };
+        let saved = Saved {
+            base: self.roller.base(),
+            masks: t
+                .masks
+                .iter()
+                .map(|r| SavedMask {
+                    pieces: r.mask.pieces.iter().map(|p| (p.len, p.hash)).collect(),
+                    field: r.mask.field.as_ref().map(FieldKey::saved),
+                    lease: r.lease.clone(),
+                })
+                .collect(),
+        };
+        if let Err(e) = store.save(serial, &saved) {
+            tracing::warn!(serial = %serial, error = %e, "the masks of typed secrets could not be written to the state directory; a restart of this service would lose them");
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -151,25 +256,36 @@ impl SecretFields {
             pieces: self.roller.pieces(secret),
             field: field.and_then(FieldKey::of),
         };
-        self.insert(&mut self.lock(), mask, lease)
-            .map_err(|()| DeviceError::TooManySecrets {
-                serial: serial.to_owned(),
-                limit: MAX_MASKS,
-            })
+        let mut t = self.lock();
+        let changed =
+            self.insert(&mut t, mask, lease)
+                .map_err(|()| DeviceError::TooManySecrets {
+                    serial: serial.to_owned(),
+                    limit: MAX_MASKS,
+                })?;
+        if changed {
+            self.keep(&t);
+        }
+        Ok(())
     }
 
-    fn insert(&self, t: &mut Table, mask: Mask, lease: Option<&str>) -> Result<(), ()> {
+    /// Adds `mask` under `lease`; whether the table changed. `Err` when it is full of this
+    /// lease's masks.
+    fn insert(&self, t: &mut Table, mask: Mask, lease: Option<&str>) -> Result<bool, ()> {
         if let Some(i) = t
             .masks
             .iter()
             .position(|r| r.mask.pieces == mask.pieces && r.mask.field == mask.field)
         {
             // Known: it is now the current lease's, and the newest.
+            let newest = i + 1 == t.masks.len();
             if let Some(mut known) = t.masks.remove(i) {
+                let same = known.lease.as_deref() == lease;
                 known.lease = lease.map(str::to_owned);
                 t.masks.push_back(known);
+                return Ok(!(same && newest));
             }
-            return Ok(());
+            return Ok(false);
         }
         if t.masks.len() >= MAX_MASKS {
             let earlier = t.masks.iter().position(|r| r.lease.as_deref() != lease);
@@ -184,7 +300,7 @@ impl SecretFields {
             mask,
             lease: lease.map(str::to_owned),
         });
-        Ok(())
+        Ok(true)
     }
 
     /// The masks of one read: every remembered secret, and those `sent` by the reader. Sent
@@ -199,6 +315,7 @@ impl SecretFields {
         }
         let mut t = self.lock();
         let mut only_here = Vec::new();
+        let mut changed = false;
         for s in sent.iter().filter(|s| !s.secret.is_empty()) {
             let pieces = self.roller.pieces(&s.secret);
             match s.field.as_ref().and_then(FieldKey::from_mask) {
@@ -208,8 +325,9 @@ impl SecretFields {
                         field: Some(key),
                     };
                     // Past the bound it still masks this read.
-                    if self.insert(&mut t, mask.clone(), lease).is_err() {
-                        only_here.push(mask);
+                    match self.insert(&mut t, mask.clone(), lease) {
+                        Ok(c) => changed |= c,
+                        Err(()) => only_here.push(mask),
                     }
                 }
                 None if t.masks.iter().any(|r| r.mask.pieces == pieces) => {}
@@ -218,6 +336,9 @@ impl SecretFields {
                     field: None,
                 }),
             }
+        }
+        if changed {
+            self.keep(&t);
         }
         let mut masks: Vec<Mask> = t.masks.iter().map(|r| r.mask.clone()).collect();
         masks.extend(only_here);

@@ -71,6 +71,13 @@ impl DeviceServiceImpl {
             .filter_map(|d| d.parse().ok())
             .collect();
         let key = (!cfg.adb_key_path.is_empty()).then(|| PathBuf::from(&cfg.adb_key_path));
+        let masks = if cfg.state_dir.is_empty() {
+            None
+        } else {
+            Some(Arc::new(crate::mask_store::MaskStore::open(
+                std::path::Path::new(&cfg.state_dir),
+            )?))
+        };
         let service = Self {
             inner: Arc::new(Inner {
                 registry: Registry::new(
@@ -79,6 +86,7 @@ impl DeviceServiceImpl {
                     Duration::from_millis(cfg.command_timeout_ms),
                     key,
                     cfg.ui_source,
+                    masks,
                 ),
                 leases: LeaseManager::new(clock, cfg.lease_default_ttl_ms, cfg.lease_max_ttl_ms),
                 screenshot_max_side: cfg.screenshot_max_side,

@@ -12,5 +12,6 @@ mod leases;
 mod offline;
 mod portal;
 mod secrets;
+mod secrets_kept;
 mod settle;
 mod sims;

@@ -16,8 +16,8 @@ use droidmesh_sim::{SimFleet, SimOptions};
 
 use super::common::*;
 
-const SECRET: &str = "hunter2-Vault";
-const BULLET: char = '\u{2022}';
+pub(super) const SECRET: &str = "hunter2-Vault";
+pub(super) const BULLET: char = '\u{2022}';
 
 /// An app with a code field and a screen that repeats the code in a longer text and in a
 /// content description, as a search screen shows what was searched for.
@@ -42,14 +42,14 @@ widgets = [
 ]
 "#;
 
-struct Vault {
+pub(super) struct Vault {
     fleet: SimFleet,
-    serial: String,
+    pub(super) serial: String,
     _apps: tempfile::NamedTempFile,
 }
 
 impl Vault {
-    async fn start() -> Vault {
+    pub(super) async fn start() -> Vault {
         let toml = format!(
             "{}\n{VAULT}",
             include_str!("../../../../crates/sim/apps/default.toml")
@@ -84,7 +84,7 @@ impl Vault {
     }
 
     /// The screen as the phone draws it, straight from the simulator (no device service).
-    fn unmasked_png(&self) -> Vec<u8> {
+    pub(super) fn unmasked_png(&self) -> Vec<u8> {
         self.fleet.devices()[0].shell("screencap -p").stdout
     }
 
@@ -98,7 +98,12 @@ impl Vault {
     }
 }
 
-async fn read(c: &mut Client, serial: &str, shot: bool, masks: &[SecretMask]) -> UiState {
+pub(super) async fn read(
+    c: &mut Client,
+    serial: &str,
+    shot: bool,
+    masks: &[SecretMask],
+) -> UiState {
     c.get_state(GetStateRequest {
         serial: serial.into(),
         include_screenshot: shot,
@@ -111,16 +116,16 @@ async fn read(c: &mut Client, serial: &str, shot: bool, masks: &[SecretMask]) ->
 }
 
 /// What a state says in words (its elements and phone state; the screenshot left out).
-fn words(st: &UiState) -> String {
+pub(super) fn words(st: &UiState) -> String {
     format!("{:?} {:?}", st.elements, st.phone)
 }
 
-fn by_id<'a>(st: &'a UiState, id: &str) -> &'a UiElement {
+pub(super) fn by_id<'a>(st: &'a UiState, id: &str) -> &'a UiElement {
     let rid = format!("com.droidmesh.vault:id/{id}");
     find(st, |e| e.resource_id == rid).unwrap_or_else(|| panic!("no {rid} in {:?}", texts(st)))
 }
 
-async fn tap(c: &mut Client, lease: &Lease, index: u32) {
+pub(super) async fn tap(c: &mut Client, lease: &Lease, index: u32) {
     let r = c
         .tap(TapRequest {
             lease: lref(lease),
@@ -134,7 +139,11 @@ async fn tap(c: &mut Client, lease: &Lease, index: u32) {
 
 /// Opens the vault and types the secret into its code field; returns the field the answer
 /// names (`data.field`), as a reader keeps it for its masks.
-async fn type_secret(c: &mut Client, serial: &str, lease: &Lease) -> Option<MaskedField> {
+pub(super) async fn type_secret(
+    c: &mut Client,
+    serial: &str,
+    lease: &Lease,
+) -> Option<MaskedField> {
     start_app(c, lease, "com.droidmesh.vault").await;
     let st = read(c, serial, false, &[]).await;
     let field = by_id(&st, "code");
@@ -186,7 +195,7 @@ fn inside(b: &Bounds, x: i32, y: i32) -> bool {
 
 /// The screenshot of `st` against the phone's own rendering: the field is black where the
 /// phone shows it (its pixels there are not black), and every other pixel is the phone's.
-fn assert_field_blacked(st: &UiState, unmasked_png: &[u8], field: &Bounds) {
+pub(super) fn assert_field_blacked(st: &UiState, unmasked_png: &[u8], field: &Bounds) {
     let shot = st
         .screenshot
         .as_ref()
