@@ -3,6 +3,8 @@
 # test of the workspace (unit, integration and cross-process end-to-end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every relative link of README.md, ARCHITECTURE.md and docs/ names a file and heading that exist.
+python3 scripts/check_links.py
 bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
