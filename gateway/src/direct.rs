@@ -92,33 +92,14 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
             },
             c = ctx.control.recv() => {
                 let Some(c) = c else { return Ending::cancelled("the gateway is shutting down") };
-                let kind = match c {
-                    Control::Stop(reason) => {
-                        stop_reason = reason;
-                        stop_deadline = Some(tokio::time::Instant::now() + Duration::from_millis(deps.cfg.stop_grace_ms));
-                        code_act_input::Kind::Stop(true)
-                    }
-                    Control::HumanReply(text) => {
-                        set_state(entry, TaskState::Running, "a human replied");
-                        ctx.message(&format!("human reply: {text}"));
-                        code_act_input::Kind::HumanReply(text)
-                    }
-                    Control::ChangeGoal(goal) => {
-                        ctx.message(&format!("goal changed to: {goal}"));
-                        let g = goal.clone();
-                        entry.update(|t| {
-                            if let Some(r) = t.request.as_mut() {
-                                r.goal = g;
-                            }
-                        });
-                        code_act_input::Kind::NewGoal(goal)
-                    }
-                    Control::Note(text) => {
-                        ctx.message(&text);
-                        code_act_input::Kind::UserMessage(text)
-                    }
-                };
-                if in_tx.send(input(kind)).await.is_err() {
+                // The gateway takes a reply only from a task waiting for a person.
+                ctx.steered(&c, true);
+                if let Control::Stop(reason) = &c {
+                    stop_reason = reason.clone();
+                    stop_deadline = Some(tokio::time::Instant::now() + Duration::from_millis(deps.cfg.stop_grace_ms));
+                }
+                // What the message does to the run is the executor's, by the steering contract.
+                if in_tx.send(input(c.into_input())).await.is_err() {
                     return Ending::failed("the executor stopped reading messages");
                 }
             }

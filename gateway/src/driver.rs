@@ -6,7 +6,7 @@ use droidmesh_proto::v1::task_event;
 use droidmesh_proto::v1::{DeviceBinding, Lease, LeaseRef, TaskRequest, TaskState, UserMessage};
 use tokio::sync::mpsc;
 
-use crate::runner::Deps;
+use crate::runner::{Deps, set_state};
 use crate::store::{Control, TaskEntry};
 
 /// How a run ended, before structured output.
@@ -78,6 +78,30 @@ impl TaskCtx<'_> {
         self.entry.push(task_event::Kind::Message(UserMessage {
             text: text.to_owned(),
         }));
+    }
+
+    /// Shows in the task's log a message the user sent to its run (a new goal also in its
+    /// record), the same in both modes; what the message does to the run is the steering
+    /// contract's (`droidmesh_agent::steer`). `waiting`: the run waits for a person, so a
+    /// reply ends the wait.
+    pub fn steered(&self, message: &Control, waiting: bool) {
+        match message {
+            Control::NewGoal(goal) => {
+                self.message(&format!("goal changed to: {goal}"));
+                let g = goal.clone();
+                self.entry.update(|t| {
+                    if let Some(r) = t.request.as_mut() {
+                        r.goal = g;
+                    }
+                });
+            }
+            Control::HumanReply(text) if waiting => {
+                set_state(self.entry, TaskState::Running, "a human replied");
+                self.message(&format!("human reply: {text}"));
+            }
+            Control::Note(text) | Control::HumanReply(text) => self.message(text),
+            Control::Stop(_) => {}
+        }
     }
 }
 

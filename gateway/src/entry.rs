@@ -19,15 +19,9 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// A message for a running task, from SendMessage.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Control {
-    HumanReply(String),
-    ChangeGoal(String),
-    Note(String),
-    /// End after the current step.
-    Stop(String),
-}
+/// A message for a running task, from SendMessage: the steering contract's message, the same
+/// in both modes.
+pub use droidmesh_agent::steer::Steer as Control;
 
 /// Why a message did not reach the task's run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

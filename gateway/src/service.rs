@@ -472,7 +472,7 @@ impl Gateway for GatewayService {
                 }
                 Control::HumanReply(t)
             }
-            send_message_request::Kind::ChangeGoal(g) => Control::ChangeGoal(g),
+            send_message_request::Kind::ChangeGoal(g) => Control::NewGoal(g),
             send_message_request::Kind::Stop(reason) if state == TaskState::Pending => {
                 // Not started (waiting for its device): nothing to let finish.
                 entry.cancel(if reason.trim().is_empty() {

@@ -7,10 +7,13 @@
 //!   strict about undefined variables) and a typed context per template.
 //! - [`parse`]: readers for CodeAct code, Manager tags, Executor actions and structured output.
 //! - [`budget`]: token estimates and the history that fits a model's context window.
+//! - [`steer`]: steering a running task, the same in both modes: the messages a user sends,
+//!   what each does, and the caps on notes, memory and history.
 
 pub mod budget;
 pub mod parse;
 pub mod prompts;
+pub mod steer;
 pub mod tools;
 
 mod error;

@@ -3,9 +3,9 @@
 //! `TEXT_TASK:` to the text manipulator); the agent's `ActionResult` goes back to the manager
 //! with the outcome. The task's state (goal, plan, memory, action and error history, notes,
 //! files, step count) lives here; agents get what they need in each request.
-use std::collections::VecDeque;
 use std::time::Duration;
 
+use droidmesh_agent::steer::{HISTORY_KEPT, Kept, Memory, NOTES_KEPT, Steering, Voice, cut};
 use droidmesh_proto::v1::{
     ActionRecord, ActionResult, ConversationTurn, FileDetail, HumanHelpRequest, Observation,
     PlanRequest, PlanResponse, PlanUpdate, StepStarted, Subgoal, TaskState, Thought, subgoal::Kind,
@@ -20,16 +20,11 @@ use crate::runner::{record_usage, set_state};
 
 mod steer;
 
-/// Action history entries kept per task; the manager sees the last [`HISTORY_TO_MANAGER`].
-const HISTORY_KEPT: usize = 50;
+/// Of the action history kept per task (the steering contract's `HISTORY_KEPT`), the manager
+/// sees the last [`HISTORY_TO_MANAGER`].
 const HISTORY_TO_MANAGER: usize = 20;
 /// Failures kept for the error history (consecutive ones only).
 const FAILURES_KEPT: usize = 5;
-/// Memory notes kept, and the longest note.
-const MEMORY_KEPT: usize = 50;
-const MEMORY_NOTE_CHARS: usize = 1_000;
-/// Pending user notes kept for the next plan.
-pub(crate) const NOTES_KEPT: usize = 20;
 /// Files kept on a task.
 const FILES_KEPT: usize = 100;
 /// Longest side of the screenshots streamed with `stream_screenshots`.
@@ -49,16 +44,28 @@ impl Driver for ReasoningDriver {
     }
 }
 
+/// How the manager is told what the user sent (the steering contract decides what each
+/// message does).
+const VOICE: Voice = Voice {
+    note: |text| format!("The user says: {text}"),
+    new_goal: |goal| {
+        format!(
+            "The user changed the goal. The new goal is: {goal}. Plan for it, using what has been done so far."
+        )
+    },
+    reply: |reason, reply| format!("A person answered your request for help ({reason}): {reply}"),
+};
+
 pub(crate) struct Loop<'a> {
     pub(crate) ctx: TaskCtx<'a>,
-    goal: String,
+    /// The goal as it stands and the notes for the next plan (the user's and the loop's own).
+    steering: Steering,
     conversation: Vec<ConversationTurn>,
-    memory: Vec<String>,
+    memory: Memory,
     plan_text: String,
-    history: VecDeque<ActionRecord>,
-    failures: VecDeque<ActionRecord>,
+    history: Kept<ActionRecord>,
+    failures: Kept<ActionRecord>,
     last_handoff: Option<String>,
-    notes: Vec<String>,
     files: Vec<FileDetail>,
     steps: u32,
     /// Steps whose subgoal ended in a failure.
@@ -72,27 +79,17 @@ pub(crate) struct Loop<'a> {
     shots_withheld: bool,
 }
 
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max).collect();
-    out.push('…');
-    out
-}
-
 impl<'a> Loop<'a> {
     fn new(ctx: TaskCtx<'a>, conversation: Vec<ConversationTurn>) -> Self {
         Self {
-            goal: ctx.req.goal.clone(),
+            steering: Steering::new(ctx.req.goal.clone(), VOICE, NOTES_KEPT),
             ctx,
             conversation,
-            memory: Vec::new(),
+            memory: Memory::default(),
             plan_text: String::new(),
-            history: VecDeque::new(),
-            failures: VecDeque::new(),
+            history: Kept::new(HISTORY_KEPT),
+            failures: Kept::new(FAILURES_KEPT),
             last_handoff: None,
-            notes: Vec::new(),
             files: Vec::new(),
             steps: 0,
             failed_steps: 0,
@@ -219,7 +216,7 @@ impl<'a> Loop<'a> {
                 Ok(()) => {}
                 Err(end) => return end,
             }
-            if self.history.back().is_some_and(|r| !r.success) {
+            if self.history.last().is_some_and(|r| !r.success) {
                 self.failed_steps += 1;
             }
             if self.ctx.req.stream_screenshots {
@@ -336,9 +333,9 @@ impl<'a> Loop<'a> {
         let keep = self.history.len().saturating_sub(5);
         crate::routing::Parts {
             task_id: self.ctx.entry.id.clone(),
-            instruction: self.goal.clone(),
+            instruction: self.steering.goal().to_owned(),
             plan: self.plan_text.clone(),
-            progress: self.memory.join("\n"),
+            progress: self.memory.joined(),
             binding: self.ctx.binding(),
             vision: self.ctx.req.vision,
             app_card: self.ctx.req.app_card.clone(),
@@ -354,7 +351,7 @@ impl<'a> Loop<'a> {
     fn out_of_steps(&self, max_steps: u32) -> String {
         let mut reason =
             format!("reached the step limit ({max_steps}) before the goal was completed");
-        if let Some(last) = self.history.back().filter(|r| !r.success) {
+        if let Some(last) = self.history.last().filter(|r| !r.success) {
             let which = if self.failed_steps >= self.steps {
                 format!("every one of the {} subgoals failed; the last", self.steps)
             } else {
@@ -389,15 +386,9 @@ impl<'a> Loop<'a> {
         if r.success {
             self.failures.clear();
         } else {
-            self.failures.push_back(record.clone());
-            while self.failures.len() > FAILURES_KEPT {
-                self.failures.pop_front();
-            }
+            self.failures.push(record.clone());
         }
-        self.history.push_back(record);
-        while self.history.len() > HISTORY_KEPT {
-            self.history.pop_front();
-        }
+        self.history.push(record);
         if matches!(routed.agent, Agent::Scripter | Agent::TextManipulator) {
             let outcome = if r.success { "finished" } else { "failed" };
             let mut text = format!(
@@ -438,22 +429,13 @@ impl<'a> Loop<'a> {
                 text: plan.thought.clone(),
             }));
         }
-        for line in plan
-            .add_memory
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-        {
-            self.memory.push(cut(line, MEMORY_NOTE_CHARS));
-        }
-        if self.memory.len() > MEMORY_KEPT {
-            let extra = self.memory.len() - MEMORY_KEPT;
-            self.memory.drain(..extra);
+        for line in plan.add_memory.lines() {
+            self.memory.remember(line);
         }
         if !plan.plan_text.trim().is_empty() {
             self.plan_text = plan.plan_text.clone();
         }
-        let memory = self.memory.join("\n");
+        let memory = self.memory.joined();
         let subgoals = plan.subgoals.clone();
         entry.update(|t| {
             t.plan = subgoals.clone();
@@ -480,12 +462,12 @@ impl<'a> Loop<'a> {
         let keep = self.history.len().saturating_sub(HISTORY_TO_MANAGER);
         let req = PlanRequest {
             task_id: self.ctx.entry.id.clone(),
-            instruction: self.goal.clone(),
+            instruction: self.steering.goal().to_owned(),
             device: Some(self.ctx.binding()),
             vision: self.ctx.req.vision,
             app_card: self.ctx.req.app_card.clone(),
             previous_plan: self.plan_text.clone(),
-            memory: self.memory.join("\n"),
+            memory: self.memory.joined(),
             action_history: self.history.iter().skip(keep).cloned().collect(),
             error_history,
             last_handoff_result: self.last_handoff.clone().unwrap_or_default(),
@@ -493,7 +475,7 @@ impl<'a> Loop<'a> {
             llm: self.ctx.req.models.get("manager").cloned(),
             step: self.steps + 1,
             conversation: self.conversation.clone(),
-            notes: self.notes.clone(),
+            notes: self.steering.notes().to_vec(),
             files: self.files.clone(),
         };
         let mut attempt = 0;
@@ -501,7 +483,7 @@ impl<'a> Loop<'a> {
             let call = crate::routing::plan(self.ctx.deps, req.clone(), self.steps + 1);
             match self.guarded(call).await? {
                 Ok(plan) => {
-                    self.notes.clear();
+                    self.steering.clear_notes();
                     self.last_handoff = None;
                     return Ok(plan);
                 }

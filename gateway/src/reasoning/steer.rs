@@ -3,10 +3,11 @@
 use std::future::Future;
 use std::time::Duration;
 
+use droidmesh_agent::steer::Next;
 use droidmesh_proto::v1::{HumanHelpRequest, TaskState, task_event};
 use tokio::time::Instant;
 
-use super::{Loop, NOTES_KEPT, SCREENSHOT_MAX_SIDE};
+use super::{Loop, SCREENSHOT_MAX_SIDE};
 use crate::driver::{Ending, non_empty};
 use crate::error::PeerError;
 use crate::runner::set_state;
@@ -39,27 +40,19 @@ impl Loop<'_> {
                     )));
                 }
             };
-            match c {
-                None => return Err(Ending::cancelled("the gateway is shutting down")),
-                Some(Control::HumanReply(reply)) => {
-                    set_state(entry, TaskState::Running, "a human replied");
-                    self.ctx.message(&format!("human reply: {reply}"));
-                    self.note(format!(
-                        "A person answered your request for help ({reason}): {reply}"
-                    ));
-                    return Ok(());
-                }
-                Some(Control::Stop(r)) => {
+            let Some(c) = c else {
+                return Err(Ending::cancelled("the gateway is shutting down"));
+            };
+            self.ctx.steered(&c, true);
+            match self.steering.take(c, Some(&reason)) {
+                Next::Replied => return Ok(()),
+                Next::Stop(r) => {
                     return Err(Ending::cancelled(non_empty(
                         r,
                         "stopped while waiting for a human",
                     )));
                 }
-                Some(other) => {
-                    if let Some(end) = self.on_control(other, false) {
-                        return Err(end);
-                    }
-                }
+                Next::Go => {}
             }
         }
     }
@@ -155,42 +148,22 @@ impl Loop<'_> {
             .map(|r| Ending::cancelled(non_empty(r, "stopped by the user")))
     }
 
-    /// Applies a message; returns the ending when the task must end now.
+    /// Applies a message while nobody is asked for help (a reply is then a note like any
+    /// other); returns the ending when the task must end now.
     pub(super) fn on_control(&mut self, c: Control, during_call: bool) -> Option<Ending> {
-        match c {
-            Control::Stop(r) if during_call => {
+        self.ctx.steered(&c, false);
+        match self.steering.take(c, None) {
+            Next::Stop(r) if during_call => {
                 self.stop = Some(r);
                 None
             }
-            Control::Stop(r) => Some(Ending::cancelled(non_empty(r, "stopped by the user"))),
-            Control::ChangeGoal(goal) => {
-                self.ctx.message(&format!("goal changed to: {goal}"));
-                self.note(format!(
-                    "The user changed the goal. The new goal is: {goal}. Plan for it, using what has been done so far."
-                ));
-                let g = goal.clone();
-                self.ctx.entry.update(|t| {
-                    if let Some(r) = t.request.as_mut() {
-                        r.goal = g;
-                    }
-                });
-                self.goal = goal;
-                None
-            }
-            // A reply that arrives while nobody asked is a note like any other.
-            Control::Note(text) | Control::HumanReply(text) => {
-                self.ctx.message(&text);
-                self.note(format!("The user says: {text}"));
-                None
-            }
+            Next::Stop(r) => Some(Ending::cancelled(non_empty(r, "stopped by the user"))),
+            Next::Go | Next::Replied => None,
         }
     }
 
+    /// Adds a note of the loop's own for the next plan.
     pub(super) fn note(&mut self, text: String) {
-        self.notes.push(text);
-        if self.notes.len() > NOTES_KEPT {
-            let extra = self.notes.len() - NOTES_KEPT;
-            self.notes.drain(..extra);
-        }
+        self.steering.note(text);
     }
 }

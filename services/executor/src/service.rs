@@ -18,7 +18,9 @@ use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::codeact::{Run, Steer};
+use droidmesh_agent::steer::Steer;
+
+use crate::codeact::Run;
 use crate::config::ExecutorConfig;
 use crate::device_link::DeviceLink;
 use crate::error::{ExecutorError, to_status};
@@ -183,12 +185,8 @@ impl Executor {
         let (steer_tx, steer_rx) = mpsc::channel(STEER_QUEUE);
         tokio::spawn(async move {
             while let Some(Ok(msg)) = input.next().await {
-                let steer = match msg.kind {
-                    Some(code_act_input::Kind::HumanReply(r)) => Steer::HumanReply(r),
-                    Some(code_act_input::Kind::NewGoal(g)) => Steer::NewGoal(g),
-                    Some(code_act_input::Kind::UserMessage(m)) => Steer::Note(m),
-                    Some(code_act_input::Kind::Stop(true)) => Steer::Stop,
-                    _ => continue,
+                let Some(steer) = msg.kind.and_then(Steer::from_input) else {
+                    continue;
                 };
                 if steer_tx.send(steer).await.is_err() {
                     break;

@@ -59,11 +59,11 @@ impl Run {
         let attach = self.start.vision && progress.fit.images && seen.screenshot.is_some();
         let history = &progress.history;
         let mut user = CodeActUser {
-            goal: progress.goal.clone(),
+            goal: progress.steering.goal().to_owned(),
             step,
             max_steps: setup.max_steps,
             now: None,
-            user_messages: progress.notes.clone(),
+            user_messages: progress.steering.notes().to_vec(),
             memory: progress.memory.clone(),
             history: Vec::new(),
             omitted_steps: 0,

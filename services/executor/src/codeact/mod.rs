@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use droidmesh_agent::parse::{EchoText, PromptEcho};
 use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, PromptSet};
+use droidmesh_agent::steer::{Next, Steer, Steering, Voice};
 use droidmesh_agent::tools as agent_tools;
 use droidmesh_llm::{ChatTarget, LlmClient};
 use droidmesh_proto::v1::{
@@ -39,15 +40,6 @@ use ask::Called;
 use fit::Fit;
 use step::StepRecord;
 
-/// A message from the gateway during the run.
-#[derive(Debug)]
-pub enum Steer {
-    HumanReply(String),
-    NewGoal(String),
-    Note(String),
-    Stop,
-}
-
 pub struct Run {
     pub cfg: ExecutorConfig,
     pub llm: LlmClient,
@@ -68,6 +60,14 @@ const AGENT: &str = "codeact";
 
 /// Notes from the user (messages, replies, goal changes) kept for the prompt, newest last.
 const MAX_NOTES: usize = 16;
+
+/// How the CodeAct model is told what the user sent (the steering contract decides what each
+/// message does).
+const VOICE: Voice = Voice {
+    note: |note| note.to_owned(),
+    new_goal: |goal| format!("The user changed the goal to: {goal}"),
+    reply: |_, reply| format!("A human answered your request for help: {reply}"),
+};
 
 struct Outcome {
     success: bool,
@@ -99,10 +99,10 @@ struct Setup {
 struct Progress {
     /// The run's place among the starts, given back when its first model call goes out.
     admitted: Option<Admitted>,
-    goal: String,
+    /// The goal as it stands and the user's notes for the next step.
+    steering: Steering,
     history: Vec<CodeActStep>,
     memory: Vec<String>,
-    notes: Vec<String>,
     failures: u32,
     last_error: String,
     usage: TokenUsage,
@@ -168,10 +168,9 @@ impl Run {
             fit: Fit::new(limits),
             miscounted: false,
             shots_withheld: None,
-            goal: self.start.goal.clone(),
+            steering: Steering::new(self.start.goal.clone(), VOICE, MAX_NOTES),
             history: Vec::new(),
             memory: Vec::new(),
-            notes: Vec::new(),
             failures: 0,
             last_error: String::new(),
             usage: TokenUsage::default(),
@@ -345,20 +344,10 @@ impl Run {
     /// Takes the messages that arrived since the last step.
     fn steer(&mut self, progress: &mut Progress, step: u32) -> Flow<()> {
         while let Ok(s) = self.steer.try_recv() {
-            match s {
-                Steer::Stop => return Err(Halt::Failed(step - 1, "stopped by the user".into())),
-                Steer::NewGoal(g) => {
-                    progress
-                        .notes
-                        .push(format!("The user changed the goal to: {g}"));
-                    progress.goal = g;
-                }
-                Steer::Note(n) | Steer::HumanReply(n) => progress.notes.push(n),
+            if let Next::Stop(_) = progress.steering.take(s, None) {
+                return Err(Halt::Failed(step - 1, "stopped by the user".into()));
             }
         }
-        // The prompt shows the latest notes only.
-        let over = progress.notes.len().saturating_sub(MAX_NOTES);
-        progress.notes.drain(..over);
         Ok(())
     }
 
@@ -421,29 +410,36 @@ impl Run {
         if let Some((reason, instructions)) = signals.help {
             self.emit(agent_event::Kind::HumanHelp(HumanHelpRequest {
                 agent: AGENT.into(),
-                reason,
+                reason: reason.clone(),
                 instructions,
             }))
             .await?;
-            match self.wait_for_human().await {
-                Ok(reply) => progress
-                    .notes
-                    .push(format!("A human answered your request for help: {reply}")),
-                Err(why) => return Err(Halt::Failed(step, why)),
+            if let Err(why) = self.wait_for_human(progress, &reason).await {
+                return Err(Halt::Failed(step, why));
             }
         }
         Ok(None)
     }
 
-    async fn wait_for_human(&mut self) -> Result<String, String> {
+    /// Waits for a person's reply to the request for help made for `reason`; the reply goes
+    /// into the notes for the next step.
+    async fn wait_for_human(
+        &mut self,
+        progress: &mut Progress,
+        reason: &str,
+    ) -> Result<(), String> {
         let deadline = tokio::time::sleep(Duration::from_millis(self.cfg.human_wait_ms));
         tokio::pin!(deadline);
         loop {
             tokio::select! {
                 s = self.steer.recv() => match s {
-                    Some(Steer::HumanReply(r)) => return Ok(r),
-                    Some(Steer::Stop) | None => return Err("stopped while waiting for a human".into()),
                     Some(Steer::Note(_) | Steer::NewGoal(_)) => {}
+                    Some(s) => match progress.steering.take(s, Some(reason)) {
+                        Next::Replied => return Ok(()),
+                        Next::Stop(_) => return Err("stopped while waiting for a human".into()),
+                        Next::Go => {}
+                    },
+                    None => return Err("stopped while waiting for a human".into()),
                 },
                 _ = &mut deadline => return Err(format!("no human answered within {} s", self.cfg.human_wait_ms / 1000)),
             }
