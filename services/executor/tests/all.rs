@@ -9,4 +9,5 @@ mod masking;
 mod models;
 mod rig;
 mod secrets;
+mod steering;
 mod subgoal;

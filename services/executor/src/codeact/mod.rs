@@ -432,8 +432,9 @@ impl Run {
         tokio::pin!(deadline);
         loop {
             tokio::select! {
+                // Notes and goal changes are taken as while the run steps: the next step
+                // shows them.
                 s = self.steer.recv() => match s {
-                    Some(Steer::Note(_) | Steer::NewGoal(_)) => {}
                     Some(s) => match progress.steering.take(s, Some(reason)) {
                         Next::Replied => return Ok(()),
                         Next::Stop(_) => return Err("stopped while waiting for a human".into()),
