@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use droidmesh_agent::steer::MEMORY_KEPT;
 use droidmesh_agent::tools::{KEYS, Tool};
 use droidmesh_proto::v1::{
     ActionResult, Bounds, DragRequest, Key, LeaseRef, ListPackagesRequest, LongPressRequest,
@@ -194,7 +195,12 @@ impl ToolCtx {
             }
             Tool::Remember => {
                 let note = text(a, 0);
-                self.signal(|s| s.memory.push(note));
+                // A step's notes beyond what the memory keeps would only be dropped after it.
+                self.signal(|s| {
+                    s.memory.push(note);
+                    let over = s.memory.len().saturating_sub(MEMORY_KEPT);
+                    s.memory.drain(..over);
+                });
                 Ok((self.ok("remembered a note"), Value::Null))
             }
             Tool::Complete => {

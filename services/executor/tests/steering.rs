@@ -4,13 +4,15 @@
 //! runs.
 use std::time::Duration;
 
+use droidmesh_agent::steer::{MEMORY_KEPT, MEMORY_NOTE_CHARS};
+use droidmesh_executor::ExecutorConfig;
 use droidmesh_proto::v1::{
     AgentEvent, CodeActInput, CodeActStart, DeviceBinding, agent_event, code_act_input,
 };
 use tokio_stream::StreamExt;
 
 use crate::codeact::finished;
-use crate::rig::{Rig, reply, rig};
+use crate::rig::{Rig, reply, rig, rig_with};
 
 /// Starts a CodeAct run on the rig's leased device; returns the input side and the events.
 pub(crate) async fn start(
@@ -145,4 +147,60 @@ async fn notes_and_a_new_goal_sent_while_the_run_waits_for_a_person_reach_the_ne
         ],
         "{second}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remembered_notes_stay_within_their_caps_over_a_thousand_steps() {
+    const STEPS: u32 = 1_000;
+    // Every step remembers one note, every hundredth a long one; the run never completes.
+    let rig = rig_with(
+        vec![],
+        ExecutorConfig {
+            step_timeout_ms: 5_000,
+            ..ExecutorConfig::default()
+        },
+    )
+    .await;
+    rig.llm.set_fallback(reply(
+        "```js\nglobalThis.n = (globalThis.n || 0) + 1;\nremember('note ' + n + (n % 100 == 50 ? ' ' + 'x'.repeat(1500) : ''));\n```",
+    ));
+    let (_tx, mut stream) = start(&rig, "Keep notes", STEPS).await;
+    // Bounded, with room for a slow machine: each step is a loopback model call and a device
+    // read.
+    let events = until_finished(&mut stream, Duration::from_secs(900)).await;
+    let done = finished(&events);
+    assert!(!done.success);
+    assert_eq!(done.steps, STEPS, "{}", done.answer);
+    assert!(done.answer.contains("step limit (1000)"), "{}", done.answer);
+    assert_eq!(rig.llm.request_count(), STEPS as usize);
+    // The last prompt shows the newest notes (those of steps 950..=999), each cut to its cap.
+    let last = user_prompt(&rig, STEPS as usize - 1);
+    let notes = section(&last, "## Your notes");
+    assert_eq!(notes.len(), MEMORY_KEPT, "{last}");
+    let first_kept = STEPS as usize - MEMORY_KEPT;
+    for (i, note) in notes.iter().enumerate() {
+        let n = first_kept + i;
+        assert!(note.starts_with(&format!("note {n}")), "note {i}: {note}");
+        assert!(
+            note.chars().count() <= MEMORY_NOTE_CHARS + 1,
+            "note {n} has {} characters",
+            note.chars().count()
+        );
+    }
+    let long = &notes[0];
+    assert!(long.ends_with("x…"), "{long}");
+    // No prompt ever showed more than the cap.
+    let most = rig
+        .llm
+        .requests()
+        .iter()
+        .map(|r| {
+            r.json()["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .map(|p| section(&p, "## Your notes").len())
+        .max();
+    assert_eq!(most, Some(MEMORY_KEPT));
 }

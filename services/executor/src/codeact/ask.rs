@@ -64,7 +64,7 @@ impl Run {
             max_steps: setup.max_steps,
             now: None,
             user_messages: progress.steering.notes().to_vec(),
-            memory: progress.memory.clone(),
+            memory: progress.memory.notes().to_vec(),
             history: Vec::new(),
             omitted_steps: 0,
             phone: seen.phone.clone(),

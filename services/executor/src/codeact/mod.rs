@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use droidmesh_agent::parse::{EchoText, PromptEcho};
 use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, PromptSet};
-use droidmesh_agent::steer::{Next, Steer, Steering, Voice};
+use droidmesh_agent::steer::{Memory, Next, Steer, Steering, Voice};
 use droidmesh_agent::tools as agent_tools;
 use droidmesh_llm::{ChatTarget, LlmClient};
 use droidmesh_proto::v1::{
@@ -102,7 +102,8 @@ struct Progress {
     /// The goal as it stands and the user's notes for the next step.
     steering: Steering,
     history: Vec<CodeActStep>,
-    memory: Vec<String>,
+    /// What the model kept with `remember(...)`, within the steering contract's caps.
+    memory: Memory,
     failures: u32,
     last_error: String,
     usage: TokenUsage,
@@ -170,7 +171,7 @@ impl Run {
             shots_withheld: None,
             steering: Steering::new(self.start.goal.clone(), VOICE, MAX_NOTES),
             history: Vec::new(),
-            memory: Vec::new(),
+            memory: Memory::default(),
             failures: 0,
             last_error: String::new(),
             usage: TokenUsage::default(),
@@ -383,7 +384,9 @@ impl Run {
         step: u32,
     ) -> Flow<Option<Outcome>> {
         let signals = setup.tools.ctx().take_signals();
-        progress.memory.extend(signals.memory);
+        for note in &signals.memory {
+            progress.memory.remember(note);
+        }
         if let Some(e) = &record.user_error {
             progress.failures += 1;
             progress.last_error = e.clone();
