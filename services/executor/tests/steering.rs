@@ -204,3 +204,26 @@ async fn remembered_notes_stay_within_their_caps_over_a_thousand_steps() {
         .max();
     assert_eq!(most, Some(MEMORY_KEPT));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn steps_beyond_the_kept_history_are_still_counted_as_not_shown() {
+    // More steps than the run keeps (the contract's 50): each prompt shows the newest 8 and
+    // says how many came before them.
+    const STEPS: u32 = 60;
+    let rig = rig(vec![]).await;
+    rig.llm.set_fallback(reply(
+        "```js\nglobalThis.n = (globalThis.n || 0) + 1;\nconsole.log('step ' + n)\n```",
+    ));
+    let (_tx, mut stream) = start(&rig, "Keep going", STEPS).await;
+    let events = until_finished(&mut stream, Duration::from_secs(300)).await;
+    assert_eq!(finished(&events).steps, STEPS);
+    let last = user_prompt(&rig, STEPS as usize - 1);
+    assert!(
+        last.contains("(51 earlier steps are not shown; your notes above are kept.)"),
+        "{last}"
+    );
+    let shown: Vec<&str> = last.lines().filter(|l| l.starts_with("### Step ")).collect();
+    assert_eq!(shown.first(), Some(&"### Step 52"), "{last}");
+    assert_eq!(shown.len(), 8, "{last}");
+    assert!(last.contains("Output:\nstep 59"), "{last}");
+}

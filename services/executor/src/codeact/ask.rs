@@ -57,7 +57,9 @@ impl Run {
         seen: &Observed,
     ) -> Flow<Prompt> {
         let attach = self.start.vision && progress.fit.images && seen.screenshot.is_some();
-        let history = &progress.history;
+        let history = progress.history.as_slice();
+        // Steps dropped from the history are left out of every prompt.
+        let dropped = usize::try_from(progress.history.dropped()).unwrap_or(usize::MAX);
         let mut user = CodeActUser {
             goal: progress.steering.goal().to_owned(),
             step,
@@ -81,7 +83,7 @@ impl Run {
         };
         let mut keep = history.len().saturating_sub(self.cfg.history_steps);
         user.history = history[keep..].to_vec();
-        user.omitted_steps = u32::try_from(keep).unwrap_or(u32::MAX);
+        user.omitted_steps = u32::try_from(dropped.saturating_add(keep)).unwrap_or(u32::MAX);
         let mut text = render(&user)?;
         if progress.fit.applies() {
             // The fixed part (everything but the earlier steps), then the newest steps that
@@ -95,7 +97,8 @@ impl Run {
             if fits > keep {
                 keep = fits;
                 user.history = history[keep..].to_vec();
-                user.omitted_steps = u32::try_from(keep).unwrap_or(u32::MAX);
+                user.omitted_steps =
+                    u32::try_from(dropped.saturating_add(keep)).unwrap_or(u32::MAX);
                 text = render(&user)?;
             }
         }

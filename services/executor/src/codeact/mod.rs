@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use droidmesh_agent::parse::{EchoText, PromptEcho};
 use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, PromptSet};
-use droidmesh_agent::steer::{Memory, Next, Steer, Steering, Voice};
+use droidmesh_agent::steer::{HISTORY_KEPT, Kept, Memory, Next, Steer, Steering, Voice};
 use droidmesh_agent::tools as agent_tools;
 use droidmesh_llm::{ChatTarget, LlmClient};
 use droidmesh_proto::v1::{
@@ -101,7 +101,9 @@ struct Progress {
     admitted: Option<Admitted>,
     /// The goal as it stands and the user's notes for the next step.
     steering: Steering,
-    history: Vec<CodeActStep>,
+    /// The newest earlier steps: what the prompt can show (`history_steps`), at least the
+    /// steering contract's `HISTORY_KEPT`; older ones are only counted.
+    history: Kept<CodeActStep>,
     /// What the model kept with `remember(...)`, within the steering contract's caps.
     memory: Memory,
     failures: u32,
@@ -170,7 +172,7 @@ impl Run {
             miscounted: false,
             shots_withheld: None,
             steering: Steering::new(self.start.goal.clone(), VOICE, MAX_NOTES),
-            history: Vec::new(),
+            history: Kept::new(self.cfg.history_steps.max(HISTORY_KEPT)),
             memory: Memory::default(),
             failures: 0,
             last_error: String::new(),
