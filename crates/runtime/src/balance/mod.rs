@@ -4,12 +4,16 @@
 //! are probed every `probe_every`. `tower`'s power-of-two-choices balancer picks, per call,
 //! the less loaded of two healthy replicas, load being the calls this client has in flight
 //! there plus the work the replica reports beyond them. A call is one HTTP/2 stream on one
-//! replica's connection, so a long stream stays where it started; new calls spread.
+//! replica's connection, so a long stream stays where it started; new calls spread. A call
+//! that names an affinity key (a task id, [`set_affinity`]) goes where the key's calls went
+//! before, while that replica is healthy (see [`affinity`]).
+pub mod affinity;
 mod pool;
 mod replica;
 pub mod resolve;
 
 use crate::error::{Result, RuntimeError};
+pub use affinity::{AFFINITY_HEADER, MOVED_HEADER, set_affinity};
 use pool::{Pool, Snapshot};
 use replica::{BoxError, BoxFuture, Dispatched};
 pub use resolve::{HostsFileResolver, Resolver, StaticResolver, SystemResolver};
@@ -117,6 +121,7 @@ enum Inner {
         pick_timeout: Duration,
         capacity_wait: Duration,
         what: Arc<str>,
+        memory: Arc<affinity::Memory>,
     },
 }
 
@@ -157,6 +162,7 @@ impl MeshChannel {
             pick_timeout,
             capacity_wait,
             what: Arc::from(what),
+            memory: Arc::default(),
         })
     }
 
@@ -177,7 +183,7 @@ impl MeshChannel {
 
 /// Why no replica took a call, naming each replica and why it is out: RESOURCE_EXHAUSTED when
 /// healthy replicas were all at capacity, UNAVAILABLE when none was healthy.
-fn no_replica(what: &str, waited: Duration, snapshot: &Snapshot) -> tonic::Status {
+pub(crate) fn no_replica(what: &str, waited: Duration, snapshot: &Snapshot) -> tonic::Status {
     let mut reasons: Vec<String> = snapshot
         .replicas
         .iter()
@@ -211,7 +217,7 @@ fn no_replica(what: &str, waited: Duration, snapshot: &Snapshot) -> tonic::Statu
 }
 
 /// How often a call not yet taken by a replica looks again at why.
-const PICK_TICK: Duration = Duration::from_millis(100);
+pub(crate) const PICK_TICK: Duration = Duration::from_millis(100);
 
 impl tower::Service<http::Request<Body>> for MeshChannel {
     type Response = http::Response<Body>;
@@ -237,7 +243,18 @@ impl tower::Service<http::Request<Body>> for MeshChannel {
                 pick_timeout,
                 capacity_wait,
                 what,
+                memory,
             } => {
+                if let Some(key) = affinity::key_of(&req) {
+                    let route = affinity::Route {
+                        snapshot: snapshot.clone(),
+                        memory: Arc::clone(memory),
+                        pick_timeout: *pick_timeout,
+                        capacity_wait: *capacity_wait,
+                        what: Arc::clone(what),
+                    };
+                    return Box::pin(affinity::call(key, req, route));
+                }
                 let dispatched = Dispatched::default();
                 req.extensions_mut().insert(dispatched.clone());
                 let fut = buffer.call(req);

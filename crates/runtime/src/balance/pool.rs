@@ -24,6 +24,8 @@ pub(crate) struct Seen {
     /// Why it is not healthy.
     pub(crate) why: String,
     pub(crate) state: Arc<ReplicaState>,
+    /// Its channel, for calls that choose their replica themselves (affinity).
+    pub(crate) channel: Channel,
 }
 
 /// What the pool knows now, for callers waiting on a ready replica and for their errors.
@@ -44,7 +46,7 @@ pub(crate) struct Pool {
     make_channel: MakeChannel,
     tx: mpsc::Sender<Result<Change<SocketAddr, Replica>, std::convert::Infallible>>,
     snapshot: watch::Sender<Snapshot>,
-    replicas: BTreeMap<SocketAddr, Arc<ReplicaState>>,
+    replicas: BTreeMap<SocketAddr, Replica>,
     poke: Arc<Notify>,
     changed: Arc<Notify>,
 }
@@ -154,7 +156,7 @@ impl Pool {
                 .copied()
                 .collect();
             for addr in gone {
-                if let Some(state) = self.replicas.remove(&addr) {
+                if let Some(Replica { state, .. }) = self.replicas.remove(&addr) {
                     state
                         .removed
                         .store(true, std::sync::atomic::Ordering::Release);
@@ -176,9 +178,9 @@ impl Pool {
                 Arc::clone(&state),
                 self.discovery.clone(),
             ));
-            self.replicas.insert(addr, Arc::clone(&state));
-            tracing::info!(replica = %addr, "replica joined the resolved set");
             let replica = Replica { channel, state };
+            self.replicas.insert(addr, replica.clone());
+            tracing::info!(replica = %addr, "replica joined the resolved set");
             if self
                 .tx
                 .send(Ok(Change::Insert(addr, replica)))
@@ -201,11 +203,12 @@ impl Pool {
         let replicas = self
             .replicas
             .values()
-            .map(|s| Seen {
-                addr: s.addr,
-                healthy: s.healthy(),
-                why: s.why(),
-                state: Arc::clone(s),
+            .map(|r| Seen {
+                addr: r.state.addr,
+                healthy: r.state.healthy(),
+                why: r.state.why(),
+                state: Arc::clone(&r.state),
+                channel: r.channel.clone(),
             })
             .collect();
         self.snapshot.send_modify(|snap| {
@@ -217,7 +220,7 @@ impl Pool {
     }
 
     fn stop_all(&mut self) {
-        for state in self.replicas.values() {
+        for Replica { state, .. } in self.replicas.values() {
             state
                 .removed
                 .store(true, std::sync::atomic::Ordering::Release);
