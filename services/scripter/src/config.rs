@@ -32,6 +32,22 @@ pub struct ScripterConfig {
     pub keep_workspaces: usize,
     /// Folder of prompt templates overriding the embedded ones (same relative paths).
     pub prompts_dir: Option<String>,
+    /// This replica's name in the locations of the files it reports
+    /// (`scripter://<replica>/<task id>/<name>`) and in what it says of files it does not
+    /// have. Default: `$HOSTNAME` (the pod's name under Kubernetes), else the machine's host
+    /// name, else `scripter`.
+    pub replica: Option<String>,
+}
+
+/// Longest replica name, in bytes (a DNS label's limit).
+const MAX_REPLICA_NAME: usize = 63;
+
+fn is_replica_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_REPLICA_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// What a script's HTTP requests may do.
@@ -67,6 +83,7 @@ impl Default for ScripterConfig {
             workspace_max_bytes: 50 * 1024 * 1024,
             keep_workspaces: 100,
             prompts_dir: None,
+            replica: None,
         }
     }
 }
@@ -138,7 +155,31 @@ impl ScripterConfig {
         {
             return Err("scripter.workspace_dir is empty; leave it out for the default".into());
         }
+        if let Some(name) = &self.replica
+            && !is_replica_name(name)
+        {
+            return Err(format!(
+                "scripter.replica must be 1 to {MAX_REPLICA_NAME} letters, digits, `.`, `_` or `-`, got `{name}`; leave it out for the host name"
+            ));
+        }
         Ok(())
+    }
+
+    /// The name this replica gives itself: `replica`, else `$HOSTNAME`, else the host name in
+    /// `/etc/hostname`, else `scripter` (names that are not fit are passed over).
+    pub fn replica_name(&self) -> String {
+        let fit = |n: &String| is_replica_name(n);
+        [self.replica.clone(), std::env::var("HOSTNAME").ok()]
+            .into_iter()
+            .flatten()
+            .find(fit)
+            .or_else(|| {
+                std::fs::read_to_string("/etc/hostname")
+                    .ok()
+                    .map(|s| s.trim().to_owned())
+                    .filter(fit)
+            })
+            .unwrap_or_else(|| "scripter".to_owned())
     }
 }
 
@@ -165,6 +206,18 @@ mod tests {
             c.validate().unwrap_err(),
             "scripter.step_timeout_ms must be at least 100, got 5"
         );
+        let c = ScripterConfig {
+            replica: Some("pod/1".into()),
+            ..ScripterConfig::default()
+        };
+        let e = c.validate().unwrap_err();
+        assert!(e.starts_with("scripter.replica must be"), "{e}");
+        let c = ScripterConfig {
+            replica: Some("scripter-7f9c".into()),
+            ..ScripterConfig::default()
+        };
+        assert_eq!(c.replica_name(), "scripter-7f9c");
+        assert!(is_replica_name(&ScripterConfig::default().replica_name()));
     }
 
     #[test]

@@ -39,7 +39,9 @@ pub fn scripter_service(
     .map_err(|e| format!("prompt templates: {e}"))?;
     let http = http::Http::new(&cfg.http)?;
     let slots = Arc::new(Semaphore::new(cfg.max_concurrent_runs));
+    let replica = Arc::from(cfg.replica_name());
     Ok(ScripterServiceServer::new(Scripter {
+        replica,
         cfg: Arc::new(cfg),
         llm,
         prompts: Arc::new(prompts),

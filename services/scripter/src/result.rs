@@ -11,16 +11,20 @@ pub(crate) async fn finished(run: &Run, o: Outcome, usage: TokenUsage) -> AgentF
     let files = files(run).await;
     let steps_word = if o.steps == 1 { "step" } else { "steps" };
     let task = excerpt(run.req.task.trim(), 120);
-    let action_taken = if o.success {
+    let mut action_taken = if o.success {
         format!("script task done in {} {steps_word}: {task}", o.steps)
     } else {
         format!("script task failed after {} {steps_word}: {task}", o.steps)
     };
-    let data = json!({
+    let mut data = json!({
         "answer": o.answer,
         "steps": o.steps,
         "http_requests": run.ctx.budget.used(),
     });
+    if let Some(lost) = &run.lost {
+        action_taken = format!("{action_taken}; {lost}");
+        data["files_lost"] = json!(lost);
+    }
     let result = ActionResult {
         success: o.success,
         action_taken,
@@ -42,7 +46,8 @@ pub(crate) async fn finished(run: &Run, o: Outcome, usage: TokenUsage) -> AgentF
     }
 }
 
-/// Every file in the task's workspace, with its absolute path.
+/// Every file in the task's workspace, with its absolute path on this replica and its location
+/// off it (see [`location`]).
 async fn files(run: &Run) -> Vec<FileDetail> {
     let ctx = run.ctx.clone();
     let listed = tokio::task::spawn_blocking(move || ctx.workspace.list()).await;
@@ -52,9 +57,9 @@ async fn files(run: &Run) -> Vec<FileDetail> {
             .map(|f| FileDetail {
                 path: f.path.to_string_lossy().into_owned(),
                 mime_type: mime_type(&f.name).into(),
+                location: location(&run.replica, &run.req.task_id, &f.name),
                 name: f.name,
                 size_bytes: f.size,
-                location: "host".into(),
             })
             .collect(),
         Ok(Err(e)) => {
@@ -65,5 +70,47 @@ async fn files(run: &Run) -> Vec<FileDetail> {
             tracing::warn!(error = %e, "listing the workspace failed");
             Vec::new()
         }
+    }
+}
+
+/// `scripter://<replica>/<task id>/<name>`: the replica that holds the file, the task and the
+/// file's name in the task's workspace, the task id and each part of the name percent-encoded
+/// (all but letters, digits, `-`, `.`, `_` and `~`), so a `/` in a task id stays inside its
+/// segment.
+pub(crate) fn location(replica: &str, task_id: &str, name: &str) -> String {
+    let parts: Vec<String> = name.split('/').map(encode).collect();
+    format!(
+        "scripter://{replica}/{}/{}",
+        encode(task_id),
+        parts.join("/")
+    )
+}
+
+fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::location;
+
+    #[test]
+    fn locations_keep_the_task_and_the_name_apart() {
+        assert_eq!(
+            location("scripter-7f9c", "task/7", "data/raw file.json"),
+            "scripter://scripter-7f9c/task%2F7/data/raw%20file.json"
+        );
+        assert_eq!(
+            location("a", "t-1", "r\u{e9}sum\u{e9}.txt"),
+            "scripter://a/t-1/r%C3%A9sum%C3%A9.txt"
+        );
     }
 }

@@ -79,6 +79,10 @@ pub(crate) struct Run {
     /// The run's slot in the service's limit of concurrent runs, freed with the run.
     pub _permit: OwnedSemaphorePermit,
     pub started: std::time::Instant,
+    /// This replica's name, in the locations of the files the run reports.
+    pub replica: Arc<str>,
+    /// Said first when the files of the task's earlier scripts are on another replica.
+    pub lost: Option<String>,
 }
 
 impl Run {
@@ -92,6 +96,15 @@ impl Run {
     /// Runs the steps and sends `AgentFinished`. Returns early when the caller went away.
     pub async fn run(self) {
         let mut usage = TokenUsage::default();
+        if let Some(lost) = &self.lost {
+            let said = agent_event::Kind::Thought(Thought {
+                agent: AGENT.into(),
+                text: lost.clone(),
+            });
+            if !self.emit(said).await {
+                return;
+            }
+        }
         let outcome = self.steps(&mut usage).await;
         // Nothing runs past this point: requests in flight stop now.
         let _ = self.cancel.send(true);

@@ -34,8 +34,12 @@ pub const MAX_TASK_ID_BYTES: usize = 256;
 const INSTRUCTION_SHOWN: usize = 8 * 1024;
 /// Console output kept per step.
 const CONSOLE_BYTES: usize = 16 * 1024;
+/// Longest account of where a moved task's files were, as the balancer sent it, in bytes.
+const MOVED_SHOWN: usize = 300;
 
 pub struct Scripter {
+    /// This replica's name, in file locations and in what it says of files it lacks.
+    pub(crate) replica: Arc<str>,
     pub(crate) cfg: Arc<ScripterConfig>,
     pub(crate) llm: LlmClient,
     pub(crate) prompts: Arc<PromptSet>,
@@ -51,15 +55,26 @@ impl ScripterService for Scripter {
         &self,
         r: Request<RunScriptRequest>,
     ) -> Result<Response<EventStream>, Status> {
+        // Set by the caller's balancer when this task's last call went to another replica.
+        let moved = r
+            .metadata()
+            .get(droidmesh_runtime::balance::MOVED_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| excerpt(v.trim(), MOVED_SHOWN))
+            .filter(|v| !v.is_empty());
         let req = r.into_inner();
         droidmesh_runtime::trace_context::tag_call(&req.task_id, "", None);
-        let stream = self.start(req).await.map_err(to_status)?;
+        let stream = self.start(req, moved).await.map_err(to_status)?;
         Ok(Response::new(stream))
     }
 }
 
 impl Scripter {
-    async fn start(&self, req: RunScriptRequest) -> Result<EventStream, ScripterError> {
+    async fn start(
+        &self,
+        req: RunScriptRequest,
+        moved: Option<String>,
+    ) -> Result<EventStream, ScripterError> {
         let bad = |m: String| Err(ScripterError::InvalidRequest(m));
         if req.task.trim().is_empty() {
             return bad("task is empty: put the script task, in words, in `task`".into());
@@ -132,6 +147,10 @@ impl Scripter {
         .await
         .map_err(|e| ScripterError::Workspace(e.to_string()))?;
         let (workspace, existing) = workspace.map_err(ScripterError::Workspace)?;
+        let lost = moved.map(|from| files_lost(&self.replica, &from, existing.len()));
+        if let Some(lost) = &lost {
+            tracing::warn!(task.id = %req.task_id, "{lost}");
+        }
 
         let span = tracing::info_span!(
             "invoke_agent",
@@ -177,8 +196,12 @@ impl Scripter {
         }
         let instruction =
             Some(excerpt(req.instruction.trim(), INSTRUCTION_SHOWN)).filter(|s| !s.is_empty());
+        let task = match &lost {
+            Some(lost) => format!("{}\n\nNote: {lost}.", req.task.trim()),
+            None => req.task.trim().to_owned(),
+        };
         let system = ScripterSystem {
-            task: req.task.trim().to_owned(),
+            task,
             instruction,
             handoff_context: handoff,
             tool_signatures: signatures,
@@ -215,9 +238,24 @@ impl Scripter {
             cancel,
             _permit: permit,
             started: std::time::Instant::now(),
+            replica: Arc::clone(&self.replica),
+            lost,
         };
         // The run keeps this RPC's trace: its model calls and HTTP requests are children.
         tokio::spawn(run.run().instrument(span));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
+}
+
+/// What a script says when its task's last call went to another replica: the files of the
+/// task's earlier scripts are there, not here.
+fn files_lost(replica: &str, from: &str, here: usize) -> String {
+    let starts = match here {
+        0 => "an empty workspace".to_owned(),
+        1 => "the 1 file an earlier script left on this replica".to_owned(),
+        n => format!("the {n} files earlier scripts left on this replica"),
+    };
+    format!(
+        "the files of this task's earlier scripts are not on this replica ({replica}): the task's last script ran on the replica at {from}, and this script starts with {starts}"
+    )
 }

@@ -9,4 +9,5 @@ mod files;
 mod http_limits;
 mod http_policy;
 mod lifecycle;
+mod replicas;
 mod runs;

@@ -45,12 +45,7 @@ pub async fn rig_with(mut cfg: ScripterConfig, replies: Vec<MockResponse>) -> Ri
     let workspace = tempfile::tempdir().unwrap();
     cfg.workspace_dir = Some(workspace.path().to_path_buf());
     let llm = MockLlmServer::start(replies).await.unwrap();
-    let toml = format!(
-        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.scripter]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
-        llm.url()
-    );
-    let client = LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap();
-    let service = scripter_service(cfg, client).unwrap();
+    let service = scripter_service(cfg, llm_client(&llm)).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = tonic::transport::Server::builder().add_service(service);
@@ -63,6 +58,15 @@ pub async fn rig_with(mut cfg: ScripterConfig, replies: Vec<MockResponse>) -> Ri
         client,
         workspace,
     }
+}
+
+/// A model client whose scripter profile asks `llm`, with no retries.
+pub fn llm_client(llm: &MockLlmServer) -> LlmClient {
+    let toml = format!(
+        "[providers.mock]\nwire = \"openai\"\nbase_url = \"{}/v1\"\nretry = {{ max_attempts = 1, initial_backoff = \"10ms\", max_backoff = \"10ms\" }}\n[profiles.scripter]\nprovider = \"mock\"\nmodel = \"scripted-model\"\n",
+        llm.url()
+    );
+    LlmClient::from_config(&LlmConfig::from_toml_str(&toml).unwrap()).unwrap()
 }
 
 pub async fn rig(replies: Vec<MockResponse>) -> Rig {

@@ -5,6 +5,7 @@ use crate::common::*;
 async fn files_written_are_reported_and_stay_inside_the_workspace() {
     let mut cfg = config();
     cfg.workspace_max_bytes = 64;
+    cfg.replica = Some("scripter-1".into());
     let rig = rig_with(
         cfg,
         vec![
@@ -58,9 +59,24 @@ async fn files_written_are_reported_and_stay_inside_the_workspace() {
     assert_eq!(
         shown,
         [
-            ("data/raw.json", 7, "application/json", "host"),
-            ("pixel.bin", 3, "application/octet-stream", "host"),
-            ("report.csv", 8, "text/csv", "host"),
+            (
+                "data/raw.json",
+                7,
+                "application/json",
+                "scripter://scripter-1/task%2F7/data/raw.json"
+            ),
+            (
+                "pixel.bin",
+                3,
+                "application/octet-stream",
+                "scripter://scripter-1/task%2F7/pixel.bin"
+            ),
+            (
+                "report.csv",
+                8,
+                "text/csv",
+                "scripter://scripter-1/task%2F7/report.csv"
+            ),
         ]
     );
     for file in files {
