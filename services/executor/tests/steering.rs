@@ -222,7 +222,10 @@ async fn steps_beyond_the_kept_history_are_still_counted_as_not_shown() {
         last.contains("(51 earlier steps are not shown; your notes above are kept.)"),
         "{last}"
     );
-    let shown: Vec<&str> = last.lines().filter(|l| l.starts_with("### Step ")).collect();
+    let shown: Vec<&str> = last
+        .lines()
+        .filter(|l| l.starts_with("### Step "))
+        .collect();
     assert_eq!(shown.first(), Some(&"### Step 52"), "{last}");
     assert_eq!(shown.len(), 8, "{last}");
     assert!(last.contains("Output:\nstep 59"), "{last}");
