@@ -224,14 +224,16 @@ async fn scripter(
     context: Option<prost_types::Struct>,
 ) -> Routed {
     let agent = Agent::Scripter;
-    let req = RunScriptRequest {
-        task_id: p.task_id,
+    // A task's scripts share files on the replica that ran them: keep them on one replica.
+    let mut req = tonic::Request::new(RunScriptRequest {
+        task_id: p.task_id.clone(),
         task: subgoal.text,
         max_steps: 0,
         llm: p.models.get(agent.name()).cloned(),
         instruction: p.instruction,
         handoff_context: context,
-    };
+    });
+    droidmesh_runtime::balance::set_affinity(&mut req, &p.task_id);
     let mut client = deps.agents.scripter.clone();
     let mut stream = match client.run_script(req).await {
         Ok(s) => s.into_inner(),

@@ -56,6 +56,8 @@ pub struct Minds {
     pub act_requests: Mutex<Vec<ExecuteSubgoalRequest>>,
     pub scripts: Mutex<VecDeque<Script>>,
     pub script_requests: Mutex<Vec<RunScriptRequest>>,
+    /// The affinity key (`droidmesh-affinity` metadata) of each script request.
+    pub script_affinity: Mutex<Vec<Option<String>>>,
     pub texts: Mutex<VecDeque<ManipulateResponse>>,
     pub text_requests: Mutex<Vec<ManipulateRequest>>,
     /// Releases executor calls that hold.
@@ -289,6 +291,9 @@ impl ScripterService for Scripter {
     type RunScriptStream = Events;
 
     async fn run_script(&self, r: Request<RunScriptRequest>) -> Result<Response<Events>, Status> {
+        let key = r.metadata().get("droidmesh-affinity");
+        let key = key.map(|v| v.to_str().unwrap().to_owned());
+        self.0.script_affinity.lock().unwrap().push(key);
         self.0.script_requests.lock().unwrap().push(r.into_inner());
         let next = self.0.scripts.lock().unwrap().pop_front();
         let Some(next) = next else {

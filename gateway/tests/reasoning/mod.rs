@@ -4,6 +4,7 @@
 mod failures;
 mod handoffs;
 mod routing;
+mod scripter_affinity;
 
 use droidmesh_proto::v1::{
     GetTaskRequest, Mode, SendMessageRequest, Task, TaskEvent, TaskRequest, TaskState,
