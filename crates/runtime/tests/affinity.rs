@@ -194,7 +194,8 @@ async fn a_keys_calls_meet_on_one_replica_and_only_a_gone_replicas_keys_move() {
     assert_eq!(place(&channel, &keys).await, first);
     let fresh: Vec<String> = (0..30).map(|i| format!("later-{i}")).collect();
     let fresh = place(&channel, &fresh).await;
-    assert!(per(&fresh, ip(4)) >= 3, "30 new keys: {fresh:?}");
+    // About 10 of 30 rank .4 highest; none would fail one run in 200,000.
+    assert!(per(&fresh, ip(4)) >= 1, "30 new keys: {fresh:?}");
 
     // .2 goes: its keys move (each call saying where from, once), the others stay.
     let _ = stops.remove(0).send(());
@@ -230,7 +231,8 @@ async fn calls_without_a_key_still_spread_by_load() {
         held.push(call(&channel, "", "hold").await);
     }
     let on2 = held.iter().filter(|h| h.0 == ip(2).to_string()).count();
-    // Least loaded of two: held streams alternate between the replicas.
-    assert!((4..=6).contains(&on2), "10 held streams, {on2} on .2");
+    // Least loaded of two: held streams go to both replicas (the balance tests check how
+    // evenly).
+    assert!((2..=8).contains(&on2), "10 held streams, {on2} on .2");
     assert!(held.iter().all(|h| h.1.is_empty()));
 }
