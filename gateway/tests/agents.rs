@@ -233,6 +233,13 @@ impl ExecutorService for ScriptedExecutor {
         )))
     }
 
+    async fn check_secrets(
+        &self,
+        _r: Request<droidmesh_proto::v1::CheckSecretsRequest>,
+    ) -> Result<Response<droidmesh_proto::v1::CheckSecretsResponse>, Status> {
+        Err(Status::unimplemented("not asked of this double"))
+    }
+
     async fn execute_subgoal(
         &self,
         _r: Request<ExecuteSubgoalRequest>,

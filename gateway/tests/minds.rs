@@ -62,6 +62,9 @@ pub struct Minds {
     pub text_requests: Mutex<Vec<ManipulateRequest>>,
     /// Releases executor calls that hold.
     pub release: Notify,
+    /// The secret ids (lower case) the scripted executor holds, and every CheckSecrets asked.
+    pub held_secrets: Mutex<Vec<String>>,
+    pub secret_checks: Mutex<Vec<Vec<String>>>,
 }
 
 impl Minds {
@@ -231,6 +234,29 @@ impl ExecutorService for Executor {
         _r: Request<Streaming<CodeActInput>>,
     ) -> Result<Response<Events>, Status> {
         Err(Status::unimplemented("reasoning tests only"))
+    }
+
+    async fn check_secrets(
+        &self,
+        r: Request<droidmesh_proto::v1::CheckSecretsRequest>,
+    ) -> Result<Response<droidmesh_proto::v1::CheckSecretsResponse>, Status> {
+        let r = r.into_inner();
+        self.0
+            .secret_checks
+            .lock()
+            .unwrap()
+            .push(r.secret_ids.clone());
+        let held = self.0.held_secrets.lock().unwrap().clone();
+        match r
+            .secret_ids
+            .iter()
+            .find(|id| !held.contains(&id.to_ascii_lowercase()))
+        {
+            Some(id) => Err(Status::failed_precondition(format!(
+                "secret '{id}' is not held by this executor"
+            ))),
+            None => Ok(Response::new(droidmesh_proto::v1::CheckSecretsResponse {})),
+        }
     }
 
     async fn execute_subgoal(

@@ -56,6 +56,13 @@ impl ExecutorService for Recording {
         Ok(Response::new(Box::pin(tokio_stream::iter([Ok(done)]))))
     }
 
+    async fn check_secrets(
+        &self,
+        _r: Request<droidmesh_proto::v1::CheckSecretsRequest>,
+    ) -> Result<Response<droidmesh_proto::v1::CheckSecretsResponse>, Status> {
+        Err(Status::unimplemented("not asked of this double"))
+    }
+
     async fn execute_subgoal(
         &self,
         _r: Request<ExecuteSubgoalRequest>,

@@ -44,6 +44,13 @@ impl ExecutorService for Exec {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
+    async fn check_secrets(
+        &self,
+        _r: Request<droidmesh_proto::v1::CheckSecretsRequest>,
+    ) -> Result<Response<droidmesh_proto::v1::CheckSecretsResponse>, Status> {
+        Err(Status::unimplemented("not asked of this double"))
+    }
+
     async fn execute_subgoal(
         &self,
         request: Request<ExecuteSubgoalRequest>,

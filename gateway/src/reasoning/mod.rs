@@ -109,6 +109,9 @@ impl<'a> Loop<'a> {
             .saturating_add(max_parse_failures);
         let mut parse_failures = 0u32;
         let mut plans = 0u32;
+        if let Err(end) = self.check_secrets().await {
+            return end;
+        }
         loop {
             while let Ok(c) = self.ctx.control.try_recv() {
                 if let Some(end) = self.on_control(c, false) {
@@ -447,6 +450,32 @@ impl<'a> Loop<'a> {
                 plan_text: plan.plan_text.clone(),
                 memory,
             }));
+        }
+    }
+
+    /// Asks the executor whether it holds every secret the task names, before the first plan,
+    /// so a task naming one it lacks fails at its start as in direct mode (not at the first
+    /// subgoal that types). An executor that cannot answer is not waited for: the first
+    /// subgoal routed to it says why.
+    async fn check_secrets(&mut self) -> Result<(), Ending> {
+        let ids = self.ctx.req.secret_ids.clone();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut executor = self.ctx.deps.agents.executor.clone();
+        let req = droidmesh_proto::v1::CheckSecretsRequest { secret_ids: ids };
+        match self.guarded(executor.check_secrets(req)).await? {
+            Ok(_) => Ok(()),
+            Err(s) if s.code() == tonic::Code::FailedPrecondition => {
+                let endpoint = self.ctx.deps.agents.endpoint(Agent::Executor);
+                Err(Ending::failed(
+                    PeerError::call("executor", endpoint, &s).to_string(),
+                ))
+            }
+            Err(s) => {
+                tracing::warn!(task = %self.ctx.entry.id, error = %PeerError::new("executor", &s), "the executor could not say whether it holds the task's secrets");
+                Ok(())
+            }
         }
     }
 

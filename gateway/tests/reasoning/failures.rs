@@ -230,3 +230,37 @@ async fn an_agent_that_does_not_answer_in_time_is_a_failed_subgoal() {
     );
     assert!(holder(&stack, &shared.serials[23]).await.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_naming_a_secret_the_executor_lacks_fails_before_its_first_plan() {
+    let Some(shared) = shared() else { return };
+    let minds = Minds::new();
+    *minds.held_secrets.lock().unwrap() = vec!["pin".into()];
+    let stack = reasoning_stack(shared, &minds, test_config(), true).await;
+    let req = |ids: &[&str]| TaskRequest {
+        secret_ids: ids.iter().map(|s| s.to_string()).collect(),
+        ..reasoning("Type the PIN", &shared.serials[30])
+    };
+    let events = run_to_end(&stack, req(&["PIN", "Card"])).await;
+    let done = completed(&events);
+    assert!(!done.success);
+    assert!(
+        done.error
+            .contains("secret 'Card' is not held by this executor"),
+        "{}",
+        done.error
+    );
+    assert!(minds.plan_requests().is_empty(), "the manager was asked");
+    // Every id held: the task goes on to plan.
+    minds.plan(accomplished(true, "typed"));
+    let events = run_to_end(&stack, req(&["PIN"])).await;
+    assert!(completed(&events).success, "{:?}", completed(&events));
+    assert_eq!(minds.plan_requests().len(), 1);
+    assert_eq!(
+        *minds.secret_checks.lock().unwrap(),
+        [
+            vec!["PIN".to_owned(), "Card".to_owned()],
+            vec!["PIN".to_owned()]
+        ]
+    );
+}

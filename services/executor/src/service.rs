@@ -11,8 +11,8 @@ use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorService;
 use droidmesh_proto::v1::{
-    AgentEvent, CodeActInput, DeviceBinding, ExecuteSubgoalRequest, ExecuteSubgoalResponse,
-    LeaseRef, code_act_input,
+    AgentEvent, CheckSecretsRequest, CheckSecretsResponse, CodeActInput, DeviceBinding,
+    ExecuteSubgoalRequest, ExecuteSubgoalResponse, LeaseRef, code_act_input,
 };
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
@@ -89,6 +89,17 @@ impl ExecutorService for Executor {
             Ok(_) => {}
         }
         done.map(Response::new).map_err(to_status)
+    }
+
+    async fn check_secrets(
+        &self,
+        r: Request<CheckSecretsRequest>,
+    ) -> Result<Response<CheckSecretsResponse>, Status> {
+        // The values are looked up as a run's start would, and dropped here.
+        self.secrets
+            .for_request(&r.into_inner().secret_ids)
+            .map(|_| Response::new(CheckSecretsResponse {}))
+            .map_err(to_status)
     }
 }
 

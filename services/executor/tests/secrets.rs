@@ -68,9 +68,18 @@ async fn execute_subgoal(rig: &Rig, ids: &[&str]) -> Result<(), tonic::Status> {
 async fn a_request_naming_a_secret_the_executor_lacks_is_refused_before_any_model_call() {
     let secrets = HashMap::from([("pin".to_owned(), "4711-held".to_owned())]);
     let rig = rig_full(vec![], cfg(), secrets).await;
+    let check = |ids: &[&str]| droidmesh_proto::v1::CheckSecretsRequest {
+        secret_ids: ids.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut exec = rig.executor.clone();
+    exec.check_secrets(check(&["PIN", "pin"])).await.unwrap();
+    exec.check_secrets(check(&[])).await.unwrap();
     for e in [
         start_code_act(&rig, &["PIN", "Card"]).await.unwrap_err(),
         execute_subgoal(&rig, &["pin", "Card"]).await.unwrap_err(),
+        exec.check_secrets(check(&["pin", "Card"]))
+            .await
+            .unwrap_err(),
     ] {
         assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
         let m = e.message();
