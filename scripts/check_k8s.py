@@ -62,12 +62,12 @@ def binary_commands(binary):
 
 
 def listen_defaults(repo):
-    """`impl Default for Listen` in crates/cli/src/config.rs: the ports the binary uses when the
+    """`impl Default for Listen` in droidmesh/src/config.rs: the ports the binary uses when the
     config sets none."""
-    src = (repo / "crates/cli/src/config.rs").read_text()
+    src = (repo / "droidmesh/src/config.rs").read_text()
     block = re.search(r"impl Default for Listen \{(.*?)\n\}", src, re.S)
     if not block:
-        raise RuntimeError("crates/cli/src/config.rs has no `impl Default for Listen`")
+        raise RuntimeError("droidmesh/src/config.rs has no `impl Default for Listen`")
     return {k: int(v.replace("_", "")) for k, v in re.findall(r"(\w+): (\d[\d_]*),", block.group(1))}
 
 

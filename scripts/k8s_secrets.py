@@ -1,7 +1,7 @@
 """Where Kubernetes Secrets may go: the rule check_k8s.py applies to every rendering.
 
 A task's secrets (the values `type_secret` types) belong only in the services whose code reads
-them: the `serve` targets whose arm in crates/cli/src/mesh.rs loads `Secrets` (today the
+them: the `serve` targets whose arm in droidmesh/src/mesh.rs loads `Secrets` (today the
 executor). There they come from a Secret volume mounted at the effective `secrets.dir`, or from
 `DROIDMESH_SECRET_<ID>` variables taken from a Secret. Every Secret a droidmesh service gets
 must be one it reads where it is put: the gateway's keys file and PostgreSQL URL, the [tls]
@@ -15,14 +15,14 @@ SECRET_ENV = "DROIDMESH_SECRET_"
 
 
 def secret_holders(repo):
-    """The services whose `serve` arm in crates/cli/src/mesh.rs loads the executor's Secrets."""
-    src = (repo / "crates/cli/src/mesh.rs").read_text()
+    """The services whose `serve` arm in droidmesh/src/mesh.rs loads the executor's Secrets."""
+    src = (repo / "droidmesh/src/mesh.rs").read_text()
     names = dict(re.findall(r'Service::(\w+) => "([a-z-]+)"', src))
     body = src.split("fn bare_routes", 1)[-1]
     arms = re.split(r"\n\s+Service::(\w+) => \{", body)
     holders = {names.get(arms[i], arms[i]) for i in range(1, len(arms) - 1, 2) if "Secrets::load" in arms[i + 1]}
     if not holders:
-        raise RuntimeError("crates/cli/src/mesh.rs: no `serve` arm loads Secrets (Secrets::load)")
+        raise RuntimeError("droidmesh/src/mesh.rs: no `serve` arm loads Secrets (Secrets::load)")
     return holders
 
 

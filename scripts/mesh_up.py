@@ -17,7 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_GOAL = "Open Settings and turn on Wi-Fi"
-DEMO_CASSETTE = REPO / "crates/cli/demo/wifi-on.json"
+DEMO_CASSETTE = REPO / "droidmesh/demo/wifi-on.json"
 UP_DEADLINE = 60
 
 

@@ -449,7 +449,7 @@ mod tests {
     /// has a Deployment.
     #[test]
     fn the_kubernetes_manifests_serve_every_service() {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../k8s/base");
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../k8s/base");
         let kustomization = std::fs::read_to_string(base.join("kustomization.yaml")).unwrap();
         let mut served = Vec::new();
         for line in kustomization.lines() {

@@ -443,7 +443,7 @@ fn an_interaction_needs_an_answer_or_a_failure_and_a_known_kind() {
 fn the_demo_cassettes_still_load() {
     for name in ["wifi-on.json", "reasoning-wifi-on.json"] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../cli/demo")
+            .join("../../droidmesh/demo")
             .join(name);
         let c = Cassette::load(&path).unwrap();
         assert!(!c.interactions.is_empty(), "{name}");
