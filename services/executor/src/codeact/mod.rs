@@ -58,9 +58,6 @@ pub struct Run {
 
 const AGENT: &str = "codeact";
 
-/// Notes from the user (messages, replies, goal changes) kept for the prompt, newest last.
-const MAX_NOTES: usize = 16;
-
 /// How the CodeAct model is told what the user sent (the steering contract decides what each
 /// message does).
 const VOICE: Voice = Voice {
@@ -171,7 +168,11 @@ impl Run {
             fit: Fit::new(limits),
             miscounted: false,
             shots_withheld: None,
-            steering: Steering::new(self.start.goal.clone(), VOICE, MAX_NOTES),
+            steering: Steering::new(
+                self.start.goal.clone(),
+                VOICE,
+                droidmesh_agent::steer::NOTES_KEPT,
+            ),
             history: Kept::new(self.cfg.history_steps.max(HISTORY_KEPT)),
             memory: Memory::default(),
             failures: 0,
