@@ -7,7 +7,7 @@
 use droidmesh_proto::v1::{DeviceInfo, LeaseInfo, ListDevicesRequest};
 use tonic::{Code, Status};
 
-use crate::runner::Deps;
+use crate::deps::Deps;
 
 /// Most lease holders looked up in one answer; beyond them holders are treated as another
 /// tenant's (a look-up may be a store query).

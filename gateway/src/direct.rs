@@ -2,17 +2,15 @@
 //! log; the client's messages (stop, new goal, note, a human's reply) are relayed to it.
 use std::time::Duration;
 
-use droidmesh_proto::v1::{
-    AgentEvent, AgentFinished, CodeActInput, CodeActStart, TaskState, agent_event, code_act_input,
-    task_event,
-};
+use droidmesh_proto::v1::{CodeActInput, CodeActStart, TaskState, code_act_input};
 use tokio::sync::mpsc;
 
 use crate::agents::Agent;
-use crate::driver::{Driver, Ending, TaskCtx, non_empty};
+use crate::driver::{Driver, TaskCtx, non_empty};
+use crate::entry::Control;
 use crate::error::PeerError;
-use crate::runner::{add_usage, set_state};
-use crate::store::{Control, TaskEntry};
+use crate::relay::relay;
+use crate::task_state::Ending;
 
 /// Runs the executor's CodeAct loop for the task.
 #[derive(Debug, Clone, Copy, Default)]
@@ -106,47 +104,4 @@ async fn drive(ctx: TaskCtx<'_>) -> Ending {
             _ = grace => return Ending::cancelled(non_empty(stop_reason, "stopped by the user (the step in progress was cut off)")),
         }
     }
-}
-
-/// Turns an agent event into a task event; returns the agent's result when it finished. With
-/// `task_steps`, the agent's steps are the task's steps (direct mode); otherwise they are steps
-/// inside one subgoal (the scripter's session in reasoning mode).
-pub(crate) fn relay(entry: &TaskEntry, ev: AgentEvent, task_steps: bool) -> Option<AgentFinished> {
-    use task_event::Kind as K;
-    let kind = match ev.kind? {
-        agent_event::Kind::Step(s) => {
-            if task_steps {
-                entry.set_step(s.step);
-            }
-            K::StepStarted(s)
-        }
-        agent_event::Kind::Thought(t) => K::Thought(t),
-        agent_event::Kind::Code(c) => K::Code(c),
-        agent_event::Kind::ToolCall(c) => K::ToolCall(c),
-        agent_event::Kind::ToolResult(r) => K::ToolResult(r),
-        agent_event::Kind::Observation(o) => K::Observation(o),
-        agent_event::Kind::Screenshot(s) => K::Screenshot(s),
-        agent_event::Kind::Usage(u) => {
-            if let Some(usage) = &u.usage {
-                entry.update(|t| add_usage(&mut t.usage, usage));
-            }
-            K::Usage(u)
-        }
-        agent_event::Kind::HumanHelp(h) => {
-            set_state(
-                entry,
-                TaskState::WaitingForHuman,
-                &format!("waiting for a human: {}", h.reason),
-            );
-            K::HumanHelp(h)
-        }
-        agent_event::Kind::Finished(f) => {
-            if task_steps {
-                entry.update(|t| t.steps = t.steps.max(f.steps));
-            }
-            return Some(f);
-        }
-    };
-    entry.push(kind);
-    None
 }

@@ -6,42 +6,9 @@ use droidmesh_proto::v1::task_event;
 use droidmesh_proto::v1::{DeviceBinding, Lease, LeaseRef, TaskRequest, TaskState, UserMessage};
 use tokio::sync::mpsc;
 
-use crate::runner::{Deps, set_state};
-use crate::store::{Control, TaskEntry};
-
-/// How a run ended, before structured output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ending {
-    pub state: TaskState,
-    pub answer: String,
-    pub error: String,
-}
-
-impl Ending {
-    pub fn succeeded(answer: impl Into<String>) -> Self {
-        Self {
-            state: TaskState::Succeeded,
-            answer: answer.into(),
-            error: String::new(),
-        }
-    }
-
-    pub fn failed(error: impl Into<String>) -> Self {
-        Self {
-            state: TaskState::Failed,
-            answer: String::new(),
-            error: error.into(),
-        }
-    }
-
-    pub fn cancelled(reason: impl Into<String>) -> Self {
-        Self {
-            state: TaskState::Cancelled,
-            answer: String::new(),
-            error: reason.into(),
-        }
-    }
-}
+use crate::deps::Deps;
+use crate::entry::{Control, TaskEntry};
+use crate::task_state::{Ending, set_state};
 
 /// Everything a driver may use while the runner holds the task's lease.
 pub struct TaskCtx<'a> {

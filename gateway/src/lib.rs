@@ -9,6 +9,7 @@ pub mod busy;
 pub mod check;
 pub mod config;
 pub mod conversations;
+pub mod deps;
 pub mod direct;
 pub mod driver;
 pub mod entry;
@@ -19,10 +20,12 @@ pub mod persist;
 pub mod queue;
 pub mod quota;
 pub mod reasoning;
+pub mod relay;
 pub mod routing;
 pub mod runner;
 pub mod service;
 pub mod store;
+pub mod task_state;
 pub mod watch;
 
 pub use config::{GatewayConfig, Peers};
@@ -99,7 +102,7 @@ pub fn gateway(
         cfg.conversation_turns,
         cfg.max_conversations,
     ));
-    let deps = runner::Deps {
+    let deps = deps::Deps {
         conversations,
         released: std::sync::Arc::default(),
         store: None,

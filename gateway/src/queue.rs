@@ -8,9 +8,10 @@ use droidmesh_proto::v1::{AcquireLeaseRequest, Lease, ListDevicesRequest, TaskSt
 use tokio::time::Instant;
 use tonic::Code;
 
+use crate::deps::Deps;
+use crate::entry::TaskEntry;
 use crate::error::{GatewayError, PeerError};
-use crate::runner::{Deps, finish_early, set_state};
-use crate::store::TaskEntry;
+use crate::task_state::{finish_early, set_state};
 
 /// The longest pause between two asks (unless `device_poll_ms` is longer).
 const MAX_POLL: Duration = Duration::from_secs(5);

@@ -11,10 +11,11 @@ use droidmesh_proto::v1::{
 use tracing::Instrument as _;
 
 use crate::agents::Agent;
-use crate::direct::relay;
+use crate::deps::Deps;
+use crate::entry::TaskEntry;
 use crate::error::PeerError;
-use crate::runner::{Deps, record_usage};
-use crate::store::TaskEntry;
+use crate::relay::relay;
+use crate::task_state::record_usage;
 
 /// What every agent request of a task shares, as the task has it when the subgoal is routed.
 #[derive(Debug, Clone)]

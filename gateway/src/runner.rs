@@ -4,45 +4,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
-    Lease, LeaseRef, ReleaseLeaseRequest, RenewLeaseRequest, StructureOutputRequest, TaskCompleted,
-    TaskRequest, TaskState, TaskStatus, TokenUsage, UsageReport, task_event,
+    Lease, LeaseRef, ReleaseLeaseRequest, RenewLeaseRequest, StructureOutputRequest, TaskRequest,
+    TaskState,
 };
-use droidmesh_runtime::TracedChannel;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use tonic::Code;
 
-use crate::agents::{Agent, Agents};
-use crate::config::GatewayConfig;
-use crate::conversations::Conversations;
-use crate::driver::{Driver, Ending, TaskCtx, lease_ref};
+use crate::agents::Agent;
+use crate::deps::Deps;
+use crate::driver::{Driver, TaskCtx, lease_ref};
+use crate::entry::{Control, TaskEntry};
 use crate::error::PeerError;
-use crate::store::{Control, TaskEntry};
-
-/// What a task needs from its surroundings.
-#[derive(Clone)]
-pub struct Deps {
-    pub cfg: GatewayConfig,
-    pub device: DeviceServiceClient<TracedChannel>,
-    pub agents: Agents,
-    /// The device endpoint agents are told to use.
-    pub device_endpoint: String,
-    /// Goals and answers of recent conversations (shared by every task).
-    pub conversations: Arc<Conversations>,
-    /// Notified whenever a task of this gateway releases a lease (wakes queued tasks).
-    pub released: Arc<Notify>,
-    /// The task store, once opened: whose task a lease holder is ([`crate::busy`]).
-    pub store: Option<Arc<crate::store::Store>>,
-}
-
-pub fn set_state(entry: &TaskEntry, state: TaskState, detail: &str) {
-    entry.update(|t| t.state = state as i32);
-    entry.push(task_event::Kind::Status(TaskStatus {
-        state: state as i32,
-        detail: detail.to_owned(),
-    }));
-}
+use crate::task_state::{Ending, finish, record_usage, set_state};
 
 /// Longest wait for the device service to take a lease back when a task ends.
 const RELEASE_WAIT: Duration = Duration::from_secs(3);
@@ -133,50 +107,6 @@ fn remember_turn(deps: &Deps, entry: &TaskEntry) {
         .record(&req.conversation_id, &req.goal, &task.answer, success);
 }
 
-/// Records the ending: the task record, a status event, then the completed event (the last).
-fn finish(entry: &TaskEntry, ending: Ending, took: Duration) {
-    entry.update(|t| {
-        t.answer = if ending.answer.is_empty() {
-            ending.error.clone()
-        } else {
-            ending.answer.clone()
-        };
-        t.error = ending.error.clone();
-    });
-    let detail = if ending.error.is_empty() {
-        "finished".to_owned()
-    } else {
-        ending.error.clone()
-    };
-    set_state(entry, ending.state, &detail);
-    let task = entry.snapshot();
-    crate::metrics::task_ended(ending.state, task.steps);
-    entry.push(task_event::Kind::Completed(TaskCompleted {
-        success: ending.state == TaskState::Succeeded,
-        answer: ending.answer,
-        structured_output: task.structured_output,
-        steps: task.steps,
-        usage: task.usage,
-        duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-        error: ending.error,
-        answered_directly: task.answered_directly,
-        files: task.files,
-    }));
-}
-
-/// Records a task that ended before it ran (cancelled while queued, device gone).
-pub fn finish_early(entry: &TaskEntry, state: TaskState, reason: &str) {
-    finish(
-        entry,
-        Ending {
-            state,
-            answer: String::new(),
-            error: reason.to_owned(),
-        },
-        Duration::ZERO,
-    );
-}
-
 /// Renews the lease every third of its ttl; reports a lease that can no longer be renewed (one
 /// another task took is told in words for `tenant`, see [`crate::busy`]).
 async fn renew(
@@ -216,22 +146,6 @@ async fn renew(
             }
         }
     }
-}
-
-/// Adds an agent's usage report to the task's totals and its event log.
-pub fn record_usage(entry: &TaskEntry, report: &UsageReport) {
-    if let Some(usage) = &report.usage {
-        entry.update(|t| add_usage(&mut t.usage, usage));
-    }
-    entry.push(task_event::Kind::Usage(report.clone()));
-}
-
-pub fn add_usage(total: &mut Option<TokenUsage>, u: &TokenUsage) {
-    let t = total.get_or_insert_with(TokenUsage::default);
-    t.input_tokens += u.input_tokens;
-    t.output_tokens += u.output_tokens;
-    t.cached_input_tokens += u.cached_input_tokens;
-    t.calls += u.calls.max(1);
 }
 
 /// With an output schema, asks the manager to structure a successful answer.

@@ -15,11 +15,12 @@ use tonic::{Request, Response, Status};
 use crate::auth::{Caller, Keys};
 use crate::check;
 use crate::config::StoreAt;
+use crate::deps::Deps;
 use crate::direct::DirectDriver;
 use crate::error::{GatewayError, PeerError};
 use crate::persist::persister::{durable, owner};
 use crate::reasoning::ReasoningDriver;
-use crate::runner::{self, Deps};
+use crate::runner;
 use crate::store::{
     Control, Found, Limits, Refused, Retention, Store, TaskEntry, is_final, now_ms,
 };
@@ -248,7 +249,7 @@ impl GatewayService {
             }
         };
         slot.created();
-        runner::set_state(&entry, TaskState::Pending, "created");
+        crate::task_state::set_state(&entry, TaskState::Pending, "created");
         tracing::info!(task = %id, goal_bytes = req.goal.len(), "task created");
         self.spawn_run(entry.clone(), req, lease, control, caller.devices, slot);
         Ok(entry)

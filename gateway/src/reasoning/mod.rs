@@ -13,10 +13,10 @@ use droidmesh_proto::v1::{
 };
 
 use crate::agents::Agent;
-use crate::driver::{Driver, Ending, TaskCtx, non_empty};
+use crate::driver::{Driver, TaskCtx, non_empty};
 use crate::error::PeerError;
 use crate::routing::{Routed, route};
-use crate::runner::{record_usage, set_state};
+use crate::task_state::{Ending, record_usage, set_state};
 
 mod steer;
 

@@ -8,10 +8,10 @@ use droidmesh_proto::v1::{HumanHelpRequest, TaskState, task_event};
 use tokio::time::Instant;
 
 use super::{Loop, SCREENSHOT_MAX_SIDE};
-use crate::driver::{Ending, non_empty};
+use crate::driver::non_empty;
+use crate::entry::Control;
 use crate::error::PeerError;
-use crate::runner::set_state;
-use crate::store::Control;
+use crate::task_state::{Ending, set_state};
 
 /// How the device service words a withheld screenshot ("the screenshot of device S is
 /// withheld: why"); what follows is the reason told to the user.
