@@ -62,13 +62,15 @@ def binary_commands(binary):
 
 
 def listen_defaults(repo):
-    """`impl Default for Listen` in droidmesh/src/config.rs: the ports the binary uses when the
-    config sets none."""
+    """`impl Default for Listen` in droidmesh/src/config.rs, with the services' ports from the
+    table in droidmesh/src/services.rs: the ports the binary uses when the config sets none."""
     src = (repo / "droidmesh/src/config.rs").read_text()
     block = re.search(r"impl Default for Listen \{(.*?)\n\}", src, re.S)
     if not block:
         raise RuntimeError("droidmesh/src/config.rs has no `impl Default for Listen`")
-    return {k: int(v.replace("_", "")) for k, v in re.findall(r"(\w+): (\d[\d_]*),", block.group(1))}
+    defaults = {k: int(v.replace("_", "")) for k, v in re.findall(r"(\w+): (\d[\d_]*),", block.group(1))}
+    defaults.update({key: port for _variant, _name, key, port in k8s_secrets.service_table(repo)})
+    return defaults
 
 
 

@@ -17,13 +17,22 @@ SECRET_ENV = "DROIDMESH_SECRET_"
 def secret_holders(repo):
     """The services whose `serve` arm in droidmesh/src/mesh.rs loads the executor's Secrets."""
     src = (repo / "droidmesh/src/mesh.rs").read_text()
-    names = dict(re.findall(r'Service::(\w+) => "([a-z-]+)"', src))
+    names = {variant: name for variant, name, _key, _port in service_table(repo)}
     body = src.split("fn bare_routes", 1)[-1]
     arms = re.split(r"\n\s+Service::(\w+) => \{", body)
     holders = {names.get(arms[i], arms[i]) for i in range(1, len(arms) - 1, 2) if "Secrets::load" in arms[i + 1]}
     if not holders:
         raise RuntimeError("droidmesh/src/mesh.rs: no `serve` arm loads Secrets (Secrets::load)")
     return holders
+
+
+def service_table(repo):
+    """The rows of `SERVICES` in droidmesh/src/services.rs: (variant, name, config key, default port)."""
+    src = (repo / "droidmesh/src/services.rs").read_text()
+    rows = re.findall(r'spec!\(\s*(\w+),\s*"([a-z-]+)",\s*(\w+),\s*(\d[\d_]*),', src)
+    if len(rows) != 6:
+        raise RuntimeError(f"droidmesh/src/services.rs: expected the 6 spec!(...) rows of SERVICES, found {len(rows)}")
+    return [(v, n, k, int(p.replace("_", ""))) for v, n, k, p in rows]
 
 
 def _dir_of(path):

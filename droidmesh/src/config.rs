@@ -5,6 +5,8 @@ use droidmesh_runtime::Validate;
 use serde::Deserialize;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use crate::services::{SERVICES, Service};
+
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -70,13 +72,13 @@ impl Default for Listen {
     fn default() -> Self {
         Self {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            gateway: 50050,
+            gateway: Service::Gateway.default_port(),
             gateway_http: 50049,
-            device: 50051,
-            executor: 50052,
-            manager: 50053,
-            scripter: 50054,
-            text_manipulator: 50055,
+            device: Service::Device.default_port(),
+            executor: Service::Executor.default_port(),
+            manager: Service::Manager.default_port(),
+            scripter: Service::Scripter.default_port(),
+            text_manipulator: Service::TextManipulator.default_port(),
             drain_secs: 10,
             agent_drain_secs: 300,
             drain_notice_ms: 2_000,
@@ -116,15 +118,14 @@ pub struct Endpoints {
 
 impl Default for Endpoints {
     fn default() -> Self {
-        let local = |port: u16| format!("http://127.0.0.1:{port}");
-        let listen = Listen::default();
+        let local = |service: Service| format!("http://127.0.0.1:{}", service.default_port());
         Self {
-            gateway: local(listen.gateway),
-            device: local(listen.device),
-            executor: local(listen.executor),
-            manager: local(listen.manager),
-            scripter: local(listen.scripter),
-            text_manipulator: local(listen.text_manipulator),
+            gateway: local(Service::Gateway),
+            device: local(Service::Device),
+            executor: local(Service::Executor),
+            manager: local(Service::Manager),
+            scripter: local(Service::Scripter),
+            text_manipulator: local(Service::TextManipulator),
         }
     }
 }
@@ -132,14 +133,7 @@ impl Default for Endpoints {
 impl Endpoints {
     /// Each endpoint with its config name.
     pub fn named(&self) -> [(&'static str, &str); 6] {
-        [
-            ("endpoints.gateway", &self.gateway),
-            ("endpoints.device", &self.device),
-            ("endpoints.executor", &self.executor),
-            ("endpoints.manager", &self.manager),
-            ("endpoints.scripter", &self.scripter),
-            ("endpoints.text_manipulator", &self.text_manipulator),
-        ]
+        SERVICES.map(|s| (s.endpoint_key, s.service.endpoint(self)))
     }
 
     /// The endpoint of a config name from [`Endpoints::named`] ("" for another name).
@@ -154,14 +148,9 @@ impl Endpoints {
     /// ports over `https://`; endpoints the config set are left as they are.
     pub fn upgrade_defaults_to_https(&mut self) {
         let defaults = Endpoints::default();
-        for (slot, default) in [
-            (&mut self.gateway, &defaults.gateway),
-            (&mut self.device, &defaults.device),
-            (&mut self.executor, &defaults.executor),
-            (&mut self.manager, &defaults.manager),
-            (&mut self.scripter, &defaults.scripter),
-            (&mut self.text_manipulator, &defaults.text_manipulator),
-        ] {
+        for service in Service::ALL {
+            let default = service.endpoint(&defaults);
+            let slot = service.endpoint_mut(self);
             if slot == default
                 && let Some(rest) = default.strip_prefix("http://")
             {

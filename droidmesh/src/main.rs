@@ -8,6 +8,7 @@ mod mesh;
 mod model_flags;
 mod output;
 mod run;
+mod services;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

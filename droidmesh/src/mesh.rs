@@ -8,63 +8,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
-
-/// The services this binary can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Service {
-    Device,
-    Executor,
-    Manager,
-    Scripter,
-    TextManipulator,
-    Gateway,
-}
-
-impl Service {
-    pub const ALL: [Service; 6] = [
-        Service::Device,
-        Service::Executor,
-        Service::Manager,
-        Service::Scripter,
-        Service::TextManipulator,
-        Service::Gateway,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Service::Device => "device",
-            Service::Executor => "executor",
-            Service::Manager => "manager",
-            Service::Scripter => "scripter",
-            Service::TextManipulator => "text-manipulator",
-            Service::Gateway => "gateway",
-        }
-    }
-
-    pub fn port(self, config: &Config) -> u16 {
-        match self {
-            Service::Device => config.listen.device,
-            Service::Executor => config.listen.executor,
-            Service::Manager => config.listen.manager,
-            Service::Scripter => config.listen.scripter,
-            Service::TextManipulator => config.listen.text_manipulator,
-            Service::Gateway => config.listen.gateway,
-        }
-    }
-
-    /// Points the config's endpoint for this service at `endpoint`.
-    fn set_endpoint(self, config: &mut Config, endpoint: String) {
-        let slot = match self {
-            Service::Device => &mut config.endpoints.device,
-            Service::Executor => &mut config.endpoints.executor,
-            Service::Manager => &mut config.endpoints.manager,
-            Service::Scripter => &mut config.endpoints.scripter,
-            Service::TextManipulator => &mut config.endpoints.text_manipulator,
-            Service::Gateway => &mut config.endpoints.gateway,
-        };
-        *slot = endpoint;
-    }
-}
+pub use crate::services::Service;
 
 /// The LLM client of the agent services: the configured providers, or the built-in defaults.
 /// `held`: the secrets the service holds besides its environment's (the executor's files).
@@ -184,7 +128,6 @@ fn bare_routes(
     service: Service,
     config: &Config,
 ) -> Result<(tonic::service::Routes, ServeOptions, SharedGateway)> {
-    use droidmesh_proto::service_names as names;
     if service == Service::Gateway {
         let peers = droidmesh_gateway::Peers {
             device: config.endpoints.device.clone(),
@@ -199,18 +142,15 @@ fn bare_routes(
         let svc = droidmesh_proto::v1::gateway_server::GatewayServer::from_arc(gateway.clone());
         return Ok((
             tonic::service::Routes::new(svc),
-            ServeOptions::new("gateway", &[names::GATEWAY]),
+            ServeOptions::new(service.name(), service.grpc()),
             Some(gateway),
         ));
     }
-    let (routes, opts) = match service {
+    let routes = match service {
         Service::Device => {
             let svc = droidmesh_device::device_service(config.device.clone())
                 .context("device service cannot start")?;
-            (
-                tonic::service::Routes::new(svc),
-                ServeOptions::new("device", &[names::DEVICE]),
-            )
+            tonic::service::Routes::new(svc)
         }
         Service::Executor => {
             let secrets = droidmesh_executor::Secrets::load(&config.secrets)
@@ -222,10 +162,7 @@ fn bare_routes(
                 secrets,
             )
             .map_err(|e| anyhow::anyhow!("executor cannot start: {e}"))?;
-            (
-                tonic::service::Routes::new(svc),
-                ServeOptions::new("executor", &[names::EXECUTOR]),
-            )
+            tonic::service::Routes::new(svc)
         }
         Service::Manager => {
             let mut cfg = config.manager.clone();
@@ -239,10 +176,7 @@ fn bare_routes(
                 config.endpoints.device.clone(),
             )
             .map_err(|e| anyhow::anyhow!("manager cannot start: {e}"))?;
-            (
-                tonic::service::Routes::new(svc),
-                ServeOptions::new("manager", &[names::MANAGER]),
-            )
+            tonic::service::Routes::new(svc)
         }
         Service::Scripter => {
             let mut cfg = config.scripter.clone();
@@ -251,10 +185,7 @@ fn bare_routes(
             }
             let svc = droidmesh_scripter::scripter_service(cfg, llm_client(config, None)?)
                 .map_err(|e| anyhow::anyhow!("scripter cannot start: {e}"))?;
-            (
-                tonic::service::Routes::new(svc),
-                ServeOptions::new("scripter", &[names::SCRIPTER]),
-            )
+            tonic::service::Routes::new(svc)
         }
         Service::TextManipulator => {
             let mut cfg = config.text_manipulator.clone();
@@ -267,14 +198,15 @@ fn bare_routes(
                 config.endpoints.device.clone(),
             )
             .map_err(|e| anyhow::anyhow!("text manipulator cannot start: {e}"))?;
-            (
-                tonic::service::Routes::new(svc),
-                ServeOptions::new("text-manipulator", &[names::TEXT_MANIPULATOR]),
-            )
+            tonic::service::Routes::new(svc)
         }
         Service::Gateway => anyhow::bail!("the gateway is built above"),
     };
-    Ok((routes, opts, None))
+    Ok((
+        routes,
+        ServeOptions::new(service.name(), service.grpc()),
+        None,
+    ))
 }
 
 /// The gateway's HTTP face, serving.
@@ -377,7 +309,7 @@ impl Mesh {
         }
         let scheme = scheme(&config);
         for (service, _, local) in &bound {
-            service.set_endpoint(&mut config, format!("{scheme}://{local}"));
+            *service.endpoint_mut(&mut config.endpoints) = format!("{scheme}://{local}");
         }
         let (stop, _) = watch::channel(false);
         let mut tasks = Vec::new();
