@@ -1,5 +1,6 @@
 //! The droidmesh v1 gRPC contract: messages, clients and server traits for every service, the
-//! encoded descriptor set for reflection, and conversions between JSON and protobuf `Struct`.
+//! encoded descriptor set for reflection, conversions between JSON and protobuf `Struct`, and
+//! the one rule for shortening text that every service follows (`text`).
 
 pub mod v1 {
     #![allow(clippy::all, missing_docs)]
@@ -7,6 +8,7 @@ pub mod v1 {
 }
 
 mod json;
+pub mod text;
 
 /// Shows a mask's field but never its secret (requests are printed with `{:?}` in logs).
 impl std::fmt::Debug for v1::SecretMask {

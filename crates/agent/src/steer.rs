@@ -125,18 +125,12 @@ impl<T> Kept<T> {
     }
 }
 
-/// `text` cut to at most `max` characters, `…` marking a cut.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max).collect();
-    out.push('…');
-    out
-}
+/// `text` cut to its first `max` characters, `…` marking a cut (droidmesh's one rule,
+/// [`droidmesh_proto::text::shorten`]).
+pub use droidmesh_proto::text::shorten as cut;
 
-/// What the model keeps for itself across steps: the newest [`MEMORY_KEPT`] notes, each at
-/// most [`MEMORY_NOTE_CHARS`] characters.
+/// What the model keeps for itself across steps: the newest [`MEMORY_KEPT`] notes, each cut to
+/// [`MEMORY_NOTE_CHARS`] characters (and `…` when cut).
 #[derive(Debug, Clone)]
 pub struct Memory(Kept<String>);
 

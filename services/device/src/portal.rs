@@ -95,7 +95,7 @@ pub fn parse(output: &str) -> Result<Value, String> {
         .ok_or_else(|| {
             format!(
                 "the companion did not answer a row: '{}'",
-                output.chars().take(200).collect::<String>()
+                droidmesh_proto::text::shorten(output, 200)
             )
         })?;
     let json = &line[line.find("result=").unwrap_or(0) + "result=".len()..];

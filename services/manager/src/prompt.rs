@@ -5,6 +5,8 @@ use droidmesh_agent::prompts::{
     ActionRecord, ConversationTurn, ManagerSystem, PhoneState, ProducedFile, Screen,
 };
 use droidmesh_agent::tools::{ATOMIC_ACTIONS, json_actions, select};
+// `text` cut to `max` characters, with a marker that says how much was left out.
+use droidmesh_proto::text::shorten_noting as clip;
 use droidmesh_proto::v1::{self as pb, PlanRequest, UiState};
 
 /// Past actions shown (the newest).
@@ -92,17 +94,6 @@ pub(crate) fn context(
 /// The last `n` items.
 fn newest<T>(items: &[T], n: usize) -> &[T] {
     &items[items.len().saturating_sub(n)..]
-}
-
-/// `text` cut to `max` characters, with a marker that says how much was left out.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((cut, _)) => {
-            let left_out = text[cut..].chars().count();
-            format!("{} […{left_out} more characters cut]", &text[..cut])
-        }
-    }
 }
 
 fn block(text: &str) -> Option<String> {

@@ -9,6 +9,8 @@ use droidmesh_agent::prompts::{
     TextManipulatorErrorCorrection, TextManipulatorSystem, handoff_text,
 };
 use droidmesh_llm::{CallTags, ChatRequest, ChatTarget, LlmError, Message};
+// `text` cut to `max` characters, with a marker that says how much was left out.
+use droidmesh_proto::text::shorten_noting as clip;
 use droidmesh_proto::v1::ManipulateRequest;
 
 use crate::error::TextManipulatorError;
@@ -223,16 +225,5 @@ impl Attempts<'_> {
         let error =
             format!("no usable program after {attempts} attempt(s); the last failed: {error}");
         Ok((Err(error), attempts, code))
-    }
-}
-
-/// `text` cut to `max` characters, with a marker that says how much was left out.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((cut, _)) => {
-            let left_out = text[cut..].chars().count();
-            format!("{} […{left_out} more characters cut]", &text[..cut])
-        }
     }
 }

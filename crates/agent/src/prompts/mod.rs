@@ -344,16 +344,10 @@ pub fn handoff_text(context: &serde_json::Value) -> Option<String> {
         return None;
     }
     let text = serde_json::to_string_pretty(context).unwrap_or_else(|_| context.to_string());
-    let total = text.chars().count();
-    if total <= HANDOFF_CONTEXT_CHARS {
-        return Some(text);
-    }
-    let mut cut: String = text.chars().take(HANDOFF_CONTEXT_CHARS).collect();
-    cut.push_str(&format!(
-        "\n[…{} more characters cut]",
-        total - HANDOFF_CONTEXT_CHARS
-    ));
-    Some(cut)
+    Some(droidmesh_proto::text::shorten_noting(
+        &text,
+        HANDOFF_CONTEXT_CHARS,
+    ))
 }
 
 /// The `quote` filter: a string as a JSON string literal.

@@ -214,10 +214,7 @@ pub fn preview(body: &[u8]) -> String {
     if text.is_empty() {
         return "an empty body".to_owned();
     }
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("`{}…`", &text[..cut]),
-        None => format!("`{text}`"),
-    }
+    format!("`{}`", droidmesh_proto::text::shorten(text, 200))
 }
 
 /// Maps provider finish reasons onto the OpenAI vocabulary where one fits.

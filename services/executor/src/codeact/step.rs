@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use droidmesh_agent::parse::{CodeChoice, IgnoredWhy, PromptEcho, choose_code};
 use droidmesh_agent::prompts::CodeActStep;
+// Cuts `text` to its first `max` characters, saying how much was left out.
+use droidmesh_proto::text::shorten_noting as cap;
 use droidmesh_proto::v1::{CodeBlock, Observation, Thought, agent_event};
 use droidmesh_sandbox::{ErrorKind, ScriptError};
 use tokio::time::Instant;
@@ -83,16 +85,6 @@ impl StepRecord {
             "the model's reply was cut off at its output token limit".into(),
         );
     }
-}
-
-/// Cuts `text` to at most `max` characters, saying how much was left out.
-pub(super) fn cap(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}… ({} more characters)", count - max)
 }
 
 /// A script failure, for the model and for the user.
@@ -261,7 +253,7 @@ mod tests {
     #[test]
     fn long_texts_are_cut_and_say_so() {
         assert_eq!(cap("short", 10), "short");
-        assert_eq!(cap("ééééé", 2), "éé… (3 more characters)");
+        assert_eq!(cap("ééééé", 2), "éé […3 more characters cut]");
     }
 
     #[test]
