@@ -7,6 +7,7 @@ pub mod allowed;
 pub mod balance;
 pub mod client;
 pub mod config;
+pub mod device;
 mod counted;
 mod error;
 pub mod load;

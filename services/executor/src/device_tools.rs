@@ -18,7 +18,7 @@ use droidmesh_proto::v1::{
     TypeTextRequest, long_press_request, press_key_request, start_app_request, tap_request,
 };
 
-use crate::device_link::DeviceLink;
+use droidmesh_runtime::device::DeviceLink;
 use serde_json::{Value, json};
 use tonic::Status;
 

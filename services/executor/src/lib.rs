@@ -16,7 +16,6 @@
 pub mod admission;
 pub mod codeact;
 pub mod config;
-pub mod device_link;
 pub mod device_tools;
 pub mod error;
 pub mod foreground;
@@ -39,6 +38,7 @@ pub use service::Executor;
 use droidmesh_agent::prompts::PromptSet;
 use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorServiceServer;
+use droidmesh_runtime::device::DeviceClients;
 
 /// The secrets of the process's environment, `DROIDMESH_SECRET_<ID>`; ids are
 /// case-insensitive (`secret_ids: ["pin"]` and `["PIN"]` both name DROIDMESH_SECRET_PIN).
@@ -69,7 +69,13 @@ pub fn executor_service(
         None => PromptSet::embedded(),
     }
     .map_err(|e| format!("prompt templates: {e}"))?;
-    let device_call = std::time::Duration::from_millis(cfg.device_call_timeout_ms);
+    let devices = DeviceClients::new(
+        &default_device,
+        &cfg.device_endpoints,
+        config::DEVICE_ENDPOINTS,
+        std::time::Duration::from_millis(cfg.device_call_timeout_ms),
+        DEVICE_CHANNELS,
+    )?;
     let admission = Arc::new(admission::StartAdmission::new(
         cfg.start_places(),
         std::time::Duration::from_millis(cfg.start_hold_ms),
@@ -78,16 +84,9 @@ pub fn executor_service(
         cfg,
         llm,
         prompts: Arc::new(prompts),
-        default_device,
         secrets: secrets.into(),
         foreground: Arc::default(),
         admission,
-        devices: Arc::new(droidmesh_runtime::ChannelCache::new(
-            droidmesh_runtime::ClientOptions {
-                request_timeout: Some(device_call),
-                ..droidmesh_runtime::ClientOptions::default()
-            },
-            DEVICE_CHANNELS,
-        )),
+        devices: Arc::new(devices),
     }))
 }

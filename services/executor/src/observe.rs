@@ -3,7 +3,7 @@
 use droidmesh_agent::prompts::{PhoneState, Screen};
 use droidmesh_proto::v1::{GetStateRequest, Screenshot, SecretMask, UiState};
 
-use crate::device_link::DeviceLink;
+use droidmesh_runtime::device::DeviceLink;
 
 /// The device as one prompt sees it.
 #[derive(Debug, Clone, Default)]

@@ -196,7 +196,7 @@ mod tests {
             lease_id: "l".into(),
         };
         ToolCtx::new(
-            crate::device_link::DeviceLink::new(
+            droidmesh_runtime::device::DeviceLink::new(
                 DeviceServiceClient::new(channel),
                 "http://127.0.0.1:9",
                 std::time::Duration::from_secs(30),

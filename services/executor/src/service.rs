@@ -8,12 +8,12 @@ use tracing::Instrument as _;
 
 use droidmesh_agent::prompts::PromptSet;
 use droidmesh_llm::LlmClient;
-use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_server::ExecutorService;
 use droidmesh_proto::v1::{
     AgentEvent, CheckSecretsRequest, CheckSecretsResponse, CodeActInput, DeviceBinding,
     ExecuteSubgoalRequest, ExecuteSubgoalResponse, LeaseRef, code_act_input,
 };
+use droidmesh_runtime::device::{DeviceClients, DeviceLink, DialError};
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
@@ -22,7 +22,6 @@ use droidmesh_agent::steer::Steer;
 
 use crate::codeact::Run;
 use crate::config::ExecutorConfig;
-use crate::device_link::DeviceLink;
 use crate::error::{ExecutorError, to_status};
 use crate::subgoal::execute_subgoal;
 
@@ -39,12 +38,11 @@ pub struct Executor {
     pub(crate) cfg: ExecutorConfig,
     pub(crate) llm: LlmClient,
     pub(crate) prompts: Arc<PromptSet>,
-    /// Device service used when a task's binding names none.
-    pub(crate) default_device: String,
     /// Every secret this executor holds ([`crate::secrets`]).
     pub(crate) secrets: crate::secrets::Secrets,
-    /// Channels to the device services tasks name, reused across calls (bounded).
-    pub(crate) devices: Arc<droidmesh_runtime::ChannelCache>,
+    /// The device services tasks may name (the default, used when a binding names none, and
+    /// `executor.device_endpoints`), a channel to each reused across calls (bounded).
+    pub(crate) devices: Arc<DeviceClients>,
     /// Runs preparing a model call, ahead of background work (see [`crate::foreground`]).
     pub(crate) foreground: Arc<crate::foreground::Foreground>,
     /// Starts let in a few at a time (see [`crate::admission`]).
@@ -120,28 +118,16 @@ impl Executor {
             })?;
         // Only a device service this executor is configured with is ever dialled, in its
         // configured spelling: the request's endpoint only chooses among them.
-        let endpoint = droidmesh_runtime::AllowedEndpoints::new(
-            &self.default_device,
-            &self.cfg.device_endpoints,
-            crate::config::DEVICE_ENDPOINTS,
-        )
-        .and_then(|allowed| allowed.pick(&binding.endpoint).map_err(|e| e.to_string()))
-        .map_err(|detail| ExecutorError::DeviceEndpoint {
-            endpoint: match binding.endpoint.trim() {
-                "" => self.default_device.clone(),
-                named => named.to_owned(),
-            },
-            detail,
-        })?;
-        let channel = self
-            .devices
-            .get(&endpoint)
-            .map_err(|e| ExecutorError::DeviceEndpoint {
-                endpoint: endpoint.clone(),
+        let link = self.devices.link(&binding.endpoint).map_err(|e| {
+            let endpoint = match &e {
+                DialError::Channel { endpoint, .. } => endpoint.clone(),
+                _ => binding.endpoint.trim().to_owned(),
+            };
+            ExecutorError::DeviceEndpoint {
+                endpoint,
                 detail: e.to_string(),
-            })?;
-        let timeout = std::time::Duration::from_millis(self.cfg.device_call_timeout_ms);
-        let link = DeviceLink::new(DeviceServiceClient::new(channel), &endpoint, timeout);
+            }
+        })?;
         Ok((link, lease))
     }
 

@@ -1,12 +1,12 @@
 //! Reading the task's device through the device service. Reads need no lease. Only the
 //! device services this manager is configured with are read (`AllowedEndpoints`: its default
-//! and `manager.device_endpoints`); channels are kept per endpoint in a bounded cache
-//! (`ChannelCache`), so a plan does not open a connection of its own.
+//! and `manager.device_endpoints`); channels are kept per endpoint in a bounded cache, so a
+//! plan does not open a connection of its own (both through the agents' shared
+//! `droidmesh_runtime::device::DeviceClients`).
 use std::time::Duration;
 
-use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{DeviceBinding, GetStateRequest, UiState};
-use droidmesh_runtime::{AllowedEndpoints, ChannelCache, ClientOptions, TracedChannel};
+use droidmesh_runtime::device::{DeviceClients, DialError};
 
 use crate::config::{DEVICE_ENDPOINTS, ManagerConfig};
 use crate::error::ManagerError;
@@ -14,38 +14,22 @@ use crate::error::ManagerError;
 pub(crate) struct Devices {
     /// The device services a request may name; the default one (used when a request names
     /// none) may be empty.
-    allowed: AllowedEndpoints,
+    clients: DeviceClients,
     screenshot_max_side: u32,
-    channels: ChannelCache,
 }
 
 impl Devices {
     /// Checks the endpoints now, so a bad one fails at start rather than at a plan.
     pub(crate) fn new(cfg: &ManagerConfig, default_endpoint: String) -> Result<Self, String> {
-        let allowed =
-            AllowedEndpoints::new(&default_endpoint, &cfg.device_endpoints, DEVICE_ENDPOINTS)?;
-        let devices = Self {
-            allowed,
-            screenshot_max_side: cfg.screenshot_max_side,
-            channels: ChannelCache::new(
-                ClientOptions {
-                    request_timeout: Some(Duration::from_millis(cfg.device_timeout_ms)),
-                    ..ClientOptions::default()
-                },
+        Ok(Self {
+            clients: DeviceClients::new(
+                &default_endpoint,
+                &cfg.device_endpoints,
+                DEVICE_ENDPOINTS,
+                Duration::from_millis(cfg.device_timeout_ms),
                 cfg.device_channels,
-            ),
-        };
-        for endpoint in devices.allowed.configured() {
-            devices
-                .channel(endpoint)
-                .map_err(|e| format!("device service {endpoint}: {e}"))?;
-        }
-        Ok(devices)
-    }
-
-    fn channel(&self, endpoint: &str) -> Result<TracedChannel, ManagerError> {
-        self.channels.get(endpoint).map_err(|e| {
-            ManagerError::InvalidArgument(format!("device endpoint '{endpoint}': {e}"))
+            )?,
+            screenshot_max_side: cfg.screenshot_max_side,
         })
     }
 
@@ -68,22 +52,25 @@ impl Devices {
         }
         let named = binding.map_or("", |b| b.endpoint.trim());
         // Only a configured device service is read, in its configured spelling.
-        let endpoint = self.allowed.pick(named).map_err(|e| {
-            ManagerError::InvalidArgument(format!("device endpoint '{named}': {e}"))
+        let link = self.clients.link(named).map_err(|e| {
+            ManagerError::InvalidArgument(match e {
+                DialError::NoDefault => "device.endpoint is empty and this manager has no \
+                                         default device service"
+                    .into(),
+                DialError::NotAllowed(e) => format!("device endpoint '{named}': {e}"),
+                DialError::Channel { endpoint, detail } => {
+                    format!("device endpoint '{endpoint}': {detail}")
+                }
+            })
         })?;
-        if endpoint.is_empty() {
-            return Err(ManagerError::InvalidArgument(
-                "device.endpoint is empty and this manager has no default device service".into(),
-            ));
-        }
-        let mut client = DeviceServiceClient::new(self.channel(&endpoint)?);
+        let endpoint = link.endpoint().to_owned();
         let req = GetStateRequest {
             serial: serial.clone(),
             include_screenshot: screenshot,
             screenshot_max_side: self.screenshot_max_side,
             masks: Vec::new(),
         };
-        client
+        link.client()
             .get_state(req)
             .await
             .map(tonic::Response::into_inner)
@@ -120,10 +107,20 @@ mod tests {
     async fn bad_endpoints_are_refused_at_start_and_per_request() {
         let cfg = ManagerConfig::default();
         let devices = Devices::new(&cfg, "http://127.0.0.1:1".into()).unwrap();
-        assert!(matches!(
-            devices.channel("not a uri at all"),
-            Err(ManagerError::InvalidArgument(_))
-        ));
+        let binding = DeviceBinding {
+            endpoint: "not a uri at all".into(),
+            lease: Some(droidmesh_proto::v1::LeaseRef {
+                serial: "emulator-5554".into(),
+                lease_id: String::new(),
+            }),
+        };
+        match devices.read(Some(&binding), false).await {
+            Err(ManagerError::InvalidArgument(m)) => assert!(
+                m.contains("'not a uri at all'") && m.contains(DEVICE_ENDPOINTS),
+                "{m}"
+            ),
+            other => panic!("expected a refusal naming the endpoint, got {other:?}"),
+        }
         assert!(Devices::new(&cfg, "::::".into()).is_err());
         let listed = ManagerConfig {
             device_endpoints: vec!["http://exa mple:1".into()],

@@ -1,14 +1,15 @@
 //! The device side of an edit: channels to the device services this text manipulator is
 //! configured with (its default and `text_manipulator.device_endpoints`; a request naming
-//! another is refused), cached per endpoint and bounded; finding the focused text field,
+//! another is refused), cached per endpoint and bounded (the agents' shared
+//! `droidmesh_runtime::device::DeviceClients`); finding the focused text field,
 //! typing the new text and reading it back.
 use std::time::Duration;
 
-use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::{
     ActionResult, GetStateRequest, LeaseRef, TypeTextRequest, UiElement, UiState,
 };
-use droidmesh_runtime::{AllowedEndpoints, ChannelCache, ClientOptions, TracedChannel};
+pub use droidmesh_runtime::device::DeviceClient;
+use droidmesh_runtime::device::{DeviceClients, DialError};
 
 use crate::config::DEVICE_ENDPOINTS;
 use crate::error::TextManipulatorError;
@@ -16,53 +17,37 @@ use crate::error::TextManipulatorError;
 /// Device service endpoints kept connected at once; the least recently used is dropped first.
 pub const CHANNEL_CACHE: usize = 16;
 
-pub type DeviceClient = DeviceServiceClient<TracedChannel>;
-
-/// Channels to device services, one per endpoint, reused across calls.
-pub struct Devices {
-    /// The device services a request may name, the default first.
-    allowed: AllowedEndpoints,
-    cache: ChannelCache,
-}
+/// Channels to device services, one per endpoint, reused across calls (the agents' shared
+/// [`DeviceClients`]).
+pub struct Devices(DeviceClients);
 
 impl Devices {
     /// Channels to `default` and the `more` a request may name (an entry that is not an
     /// endpoint is refused, named).
     pub fn new(default: &str, more: &[String], timeout: Duration) -> Result<Self, String> {
-        let options = ClientOptions {
-            request_timeout: Some(timeout),
-            ..ClientOptions::default()
-        };
-        Ok(Self {
-            allowed: AllowedEndpoints::new(default, more, DEVICE_ENDPOINTS)?,
-            cache: ChannelCache::new(options, CHANNEL_CACHE),
-        })
+        DeviceClients::new(default, more, DEVICE_ENDPOINTS, timeout, CHANNEL_CACHE).map(Self)
     }
 
     /// The endpoint a binding names (the default when it names none), as configured, and a
     /// client for it; an endpoint this text manipulator is not configured with is refused.
     pub fn client(&self, endpoint: &str) -> Result<(String, DeviceClient), TextManipulatorError> {
-        let endpoint =
-            self.allowed
-                .pick(endpoint)
-                .map_err(|e| TextManipulatorError::BadEndpoint {
-                    endpoint: endpoint.trim().to_owned(),
-                    reason: e.to_string(),
-                })?;
         // Channels connect lazily: this makes no network call.
-        let channel = self
-            .cache
-            .get(&endpoint)
+        let link = self
+            .0
+            .link(endpoint)
             .map_err(|e| TextManipulatorError::BadEndpoint {
-                endpoint: endpoint.clone(),
+                endpoint: match &e {
+                    DialError::Channel { endpoint, .. } => endpoint.clone(),
+                    _ => endpoint.trim().to_owned(),
+                },
                 reason: e.to_string(),
             })?;
-        Ok((endpoint, DeviceServiceClient::new(channel)))
+        Ok((link.endpoint().to_owned(), link.client()))
     }
 
     /// How many endpoints have a channel now.
     pub fn cached(&self) -> usize {
-        self.cache.endpoints().len()
+        self.0.cached()
     }
 }
 

@@ -27,11 +27,11 @@ use tonic::Status;
 
 use crate::admission::{Admitted, StartAdmission};
 use crate::config::ExecutorConfig;
-use crate::device_link::DeviceLink;
 use crate::device_tools::ToolCtx;
 use crate::foreground::{BackgroundSession, Foreground};
 use crate::observe::{Observed, observe};
 use crate::sandbox_tools::{SandboxTools, host_functions};
+use droidmesh_runtime::device::DeviceLink;
 
 mod ask;
 mod fit;
