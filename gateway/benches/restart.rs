@@ -10,9 +10,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use droidmesh_gateway::entry::Limits;
+use droidmesh_gateway::limits::Retention;
 use droidmesh_gateway::persist::sqlite::SqliteStore;
 use droidmesh_gateway::persist::{StoredEvent, TaskStore, TaskWrite};
-use droidmesh_gateway::store::{Limits, Retention, Store};
+use droidmesh_gateway::store::Store;
 use droidmesh_proto::v1::{Task, TaskEvent, TaskState, Thought, task_event};
 use prost::Message as _;
 

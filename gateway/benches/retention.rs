@@ -5,7 +5,9 @@
 //! Run with `cargo bench -p droidmesh-gateway --bench retention`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use droidmesh_gateway::store::{Limits, Retention, Store};
+use droidmesh_gateway::entry::Limits;
+use droidmesh_gateway::limits::Retention;
+use droidmesh_gateway::store::Store;
 use droidmesh_proto::v1::{
     CodeBlock, FileDetail, Mode, StepStarted, Subgoal, Task, TaskCompleted, TaskRequest, TaskState,
     TaskStatus, Thought, ToolResult, task_event,

@@ -12,11 +12,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use droidmesh_gateway::entry::Limits;
+use droidmesh_gateway::limits::Retention;
 use droidmesh_gateway::persist::TaskStore;
 use droidmesh_gateway::persist::pg_testkit::{PgServer, bin_dir};
 use droidmesh_gateway::persist::postgres::PostgresStore;
 use droidmesh_gateway::persist::sqlite::SqliteStore;
-use droidmesh_gateway::store::{Limits, Retention, Store};
+use droidmesh_gateway::store::Store;
 use droidmesh_gateway::watch::EventStream;
 use droidmesh_proto::v1::{Task, TaskState, TaskStatus, task_event};
 use tokio_stream::StreamExt as _;
@@ -40,7 +42,7 @@ fn store(backend: Option<Arc<dyn TaskStore>>) -> Arc<Store> {
         Some(b) => Store::durable(retention, limits, b, "bench".into()),
         None => Store::new(retention, limits),
     });
-    droidmesh_gateway::persist::persister::spawn(&store);
+    droidmesh_gateway::writer::spawn(&store);
     store
 }
 

@@ -65,7 +65,7 @@ pub fn secret_ids(caller: &Caller, req: &TaskRequest) -> Result<(), GatewayError
         Some(id) => bad(format!(
             "secret_ids: '{}' is not a secret this key may use; name only the secrets listed \
              for the key (`secrets` in its keys file entry)",
-            crate::store::cut(id, 100)
+            crate::record::cut(id, 100)
         )),
         None => Ok(()),
     }

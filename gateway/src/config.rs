@@ -171,7 +171,7 @@ impl GatewayConfig {
         Err(format!(
             "gateway.store must be 'sqlite', 'sqlite:PATH', \
              'postgres://USER:PASSWORD@HOST:PORT/DATABASE' or 'memory', got '{}'",
-            crate::store::cut(store.split('@').next_back().unwrap_or_default(), 80)
+            crate::record::cut(store.split('@').next_back().unwrap_or_default(), 80)
         ))
     }
 
@@ -189,27 +189,30 @@ impl GatewayConfig {
         Err("gateway.data_dir is not set and neither XDG_DATA_HOME nor HOME is: set gateway.data_dir, or gateway.store = \"memory\"".into())
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every problem with these settings, each naming its key (`gateway.<key> must ...`);
+    /// empty when they are fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if self.default_max_steps == 0 || self.default_max_steps > self.max_steps_limit {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.default_max_steps must be between 1 and gateway.max_steps_limit ({}), got {}",
                 self.max_steps_limit, self.default_max_steps
             ));
         }
         if self.lease_ttl_ms < 3_000 {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.lease_ttl_ms must be at least 3000, got {}",
                 self.lease_ttl_ms
             ));
         }
         if self.max_steps_limit > MAX_STEPS_CEILING {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.max_steps_limit must be at most {MAX_STEPS_CEILING} (what agents accept), got {}",
                 self.max_steps_limit
             ));
         }
         if self.device_poll_ms == 0 {
-            return Err("gateway.device_poll_ms must be at least 1".into());
+            problems.push("gateway.device_poll_ms must be at least 1".into());
         }
         let at_least_1 = [
             ("device_wait_ms", self.device_wait_ms as usize),
@@ -218,17 +221,17 @@ impl GatewayConfig {
             ("max_goal_bytes", self.max_goal_bytes),
             ("max_queued_messages", self.max_queued_messages),
         ];
-        if let Some((name, _)) = at_least_1.iter().find(|(_, v)| *v == 0) {
-            return Err(format!("gateway.{name} must be at least 1, got 0"));
+        for (name, _) in at_least_1.iter().filter(|(_, v)| *v == 0) {
+            problems.push(format!("gateway.{name} must be at least 1, got 0"));
         }
         if self.max_event_bytes_per_task < 1024 {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.max_event_bytes_per_task must be at least 1024, got {}",
                 self.max_event_bytes_per_task
             ));
         }
         if self.max_request_bytes < self.max_goal_bytes {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.max_request_bytes ({}) must be at least gateway.max_goal_bytes ({})",
                 self.max_request_bytes, self.max_goal_bytes
             ));
@@ -240,38 +243,50 @@ impl GatewayConfig {
             ("agent_wait_ms", self.agent_wait_ms),
         ] {
             if v < 100 {
-                return Err(format!("gateway.{name} must be at least 100, got {v}"));
+                problems.push(format!("gateway.{name} must be at least 100, got {v}"));
             }
         }
         if self.agent_call_timeout_ms < 100 {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.agent_call_timeout_ms must be at least 100, got {}",
                 self.agent_call_timeout_ms
             ));
         }
         if self.probe_every_ms < 10 {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.probe_every_ms must be at least 10, got {}",
                 self.probe_every_ms
             ));
         }
         if self.replica_timeout_ms < 1_000 {
-            return Err(format!(
+            problems.push(format!(
                 "gateway.replica_timeout_ms must be at least 1000, got {}",
                 self.replica_timeout_ms
             ));
         }
         if self.human_wait_ms == 0 {
-            return Err("gateway.human_wait_ms must be at least 1".into());
+            problems.push("gateway.human_wait_ms must be at least 1".into());
         }
         if self.error_threshold == 0 {
-            return Err("gateway.error_threshold must be at least 1".into());
+            problems.push("gateway.error_threshold must be at least 1".into());
         }
         if self.max_manager_parse_failures == 0 {
-            return Err("gateway.max_manager_parse_failures must be at least 1".into());
+            problems.push("gateway.max_manager_parse_failures must be at least 1".into());
         }
-        self.store_at()?;
-        Ok(())
+        if let Err(e) = self.store_at() {
+            problems.push(e);
+        }
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 }
 

@@ -5,19 +5,13 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState, TaskSummary, task_event};
 use prost::Message;
 use tokio::sync::{Notify, mpsc, watch};
 
 use crate::persist::{StoredEvent, TaskWrite, WriteFailure};
-
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+use crate::record::{compact, is_final, now_ms};
 
 /// A message for a running task, from SendMessage: the steering contract's message, the same
 /// in both modes.
@@ -30,13 +24,6 @@ pub enum Refused {
     Full(usize),
     /// The run is over.
     Ended,
-}
-
-pub fn is_final(state: TaskState) -> bool {
-    matches!(
-        state,
-        TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
-    )
 }
 
 /// Bounds of one task's log and message queue.
@@ -192,7 +179,7 @@ impl TaskEntry {
 
     /// The record's summary, as far as watchers may see its log.
     pub fn summary(&self) -> TaskSummary {
-        let mut s = self.with_task(crate::store::summary);
+        let mut s = self.with_task(crate::record::summary);
         s.last_seq = s.last_seq.min(self.visible_seq());
         s
     }
@@ -461,42 +448,6 @@ impl TaskEntry {
         d.events.shrink_to_fit();
         d.run_over = true;
         self.changed(&mut d);
-    }
-}
-
-/// Longest text fields in an ended task's record.
-const KEPT_TEXT: usize = 1_000;
-const KEPT_ANSWER: usize = 4_000;
-const KEPT_STRUCTURED_BYTES: usize = 4_000;
-const KEPT_FILES: usize = 20;
-
-pub(crate) fn compact(t: &mut Task) {
-    if let Some(r) = t.request.as_mut() {
-        r.goal = cut(&r.goal, KEPT_TEXT);
-        r.app_card = cut(&r.app_card, KEPT_TEXT);
-        r.output_schema = r.output_schema.as_deref().map(|s| cut(s, KEPT_TEXT));
-    }
-    t.plan = Vec::new();
-    t.memory = cut(&t.memory, KEPT_TEXT);
-    t.answer = cut(&t.answer, KEPT_ANSWER);
-    t.error = cut(&t.error, KEPT_TEXT);
-    if t.structured_output
-        .as_ref()
-        .is_some_and(|s| s.len() > KEPT_STRUCTURED_BYTES)
-    {
-        t.structured_output = None;
-    }
-    if t.files.len() > KEPT_FILES {
-        let extra = t.files.len() - KEPT_FILES;
-        t.files.drain(..extra);
-    }
-}
-
-/// `s` cut to `max` characters, "…" marking a cut.
-pub fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_owned(),
-        Some((at, _)) => format!("{}…", &s[..at]),
     }
 }
 

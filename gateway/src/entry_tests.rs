@@ -1,4 +1,5 @@
 use super::*;
+use crate::record::{KEPT_ANSWER, KEPT_FILES, KEPT_TEXT, compact, cut};
 use droidmesh_proto::v1::{FileDetail, Subgoal, TaskCompleted, TaskRequest, TaskStatus};
 
 fn status(detail: &str) -> task_event::Kind {

@@ -147,7 +147,7 @@ pub enum GatewayError {
     PermissionDenied(String),
     /// The tenant is over one of its limits; the status carries `retry-after` (seconds).
     #[error("{}", .0.message)]
-    OverLimit(crate::quota::OverLimit),
+    OverLimit(crate::limits::OverLimit),
     /// A bounded queue or store is full; the message says what to wait for.
     #[error("{0}")]
     Full(String),

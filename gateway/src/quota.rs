@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::GatewayError;
+use crate::limits::{OverLimit, TenantLimits};
 use crate::store::Store;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -30,53 +31,6 @@ pub struct Quotas {
     max_running: u32,
     per_minute: u32,
     tenants: Arc<Mutex<HashMap<String, Use>>>,
-}
-
-/// A refusal: what was exceeded and when to try again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OverLimit {
-    pub message: String,
-    pub retry_after_secs: u64,
-}
-
-impl OverLimit {
-    /// The tenant has `running` tasks running, its limit.
-    pub fn running(running: u64) -> Self {
-        Self {
-            message: format!(
-                "this tenant already has {running} tasks running, its limit \
-                 (gateway.auth.max_running_per_tenant); try again once one has ended"
-            ),
-            retry_after_secs: 5,
-        }
-    }
-
-    /// The tenant created `created` tasks in the last minute, its limit; the oldest of them
-    /// leaves the minute after `wait`.
-    pub fn per_minute(created: u64, wait: Duration) -> Self {
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        Self {
-            message: format!(
-                "this tenant created {created} tasks in the last minute, its limit \
-                 (gateway.auth.tasks_per_minute_per_tenant); try again in {secs} s"
-            ),
-            retry_after_secs: secs.max(1),
-        }
-    }
-}
-
-/// The limits on one tenant's tasks that a task store shared by several gateway processes
-/// checks as it records a task (0: no limit).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TenantLimits {
-    pub max_running: u32,
-    pub per_minute: u32,
-}
-
-impl TenantLimits {
-    pub fn any(&self) -> bool {
-        self.max_running > 0 || self.per_minute > 0
-    }
 }
 
 /// A running task's place in its tenant's count; given back when dropped. Until
@@ -283,11 +237,11 @@ mod tests {
     async fn a_tenant_whose_tasks_used_the_days_tokens_waits_for_the_next_day() {
         use droidmesh_proto::v1::{Task, TokenUsage};
         let store = Store::new(
-            crate::store::Retention {
+            crate::limits::Retention {
                 keep: 100,
                 keep_for_ms: u64::MAX,
             },
-            crate::store::Limits {
+            crate::entry::Limits {
                 max_events: 100,
                 max_event_bytes: 1 << 20,
                 max_queued: 4,

@@ -17,14 +17,15 @@ use crate::check;
 use crate::config::StoreAt;
 use crate::deps::Deps;
 use crate::direct::DirectDriver;
+use crate::entry::{Control, Limits, Refused, TaskEntry};
 use crate::error::{GatewayError, PeerError};
-use crate::persist::persister::{durable, owner};
+use crate::limits::Retention;
 use crate::reasoning::ReasoningDriver;
+use crate::record::{is_final, now_ms};
 use crate::runner;
-use crate::store::{
-    Control, Found, Limits, Refused, Retention, Store, TaskEntry, is_final, now_ms,
-};
+use crate::store::{Found, Store};
 use crate::watch::{EventStream, watch, watch_stored};
+use crate::writer::{durable, owner};
 
 /// Summaries in a ListTasks page when the request does not say.
 const DEFAULT_PAGE: usize = 100;
@@ -194,7 +195,7 @@ impl GatewayService {
             return Err(GatewayError::PermissionDenied(format!(
                 "device '{}' is not among the devices this API key may use; leave device empty \
                  to take a free one of them",
-                crate::store::cut(&req.device, 100)
+                crate::record::cut(&req.device, 100)
             )));
         }
         self.ready().await;

@@ -9,22 +9,15 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use droidmesh_proto::v1::{Task, TaskState, TaskSummary};
+use droidmesh_proto::v1::{Task, TaskSummary};
 use tokio::sync::mpsc;
 
-pub use crate::entry::{Control, Dirty, Limits, Refused, TaskEntry, cut, is_final, now_ms};
+use crate::entry::{Control, Dirty, Limits, TaskEntry};
 use crate::error::GatewayError;
+use crate::limits::{Retention, TenantLimits};
 use crate::persist::TaskStore;
+use crate::record::{cut, now_ms, summary};
 
-/// How many ended tasks are kept, and for how long.
-#[derive(Debug, Clone, Copy)]
-pub struct Retention {
-    pub keep: usize,
-    pub keep_for_ms: u64,
-}
-
-/// Characters of a goal or final reason in a summary.
-pub const SUMMARY_CHARS: usize = 200;
 /// Most summaries in one ListTasks page.
 pub const MAX_PAGE: usize = 1_000;
 
@@ -135,7 +128,7 @@ impl Store {
     pub async fn create(
         &self,
         task: Task,
-        limits: crate::quota::TenantLimits,
+        limits: TenantLimits,
     ) -> Result<(Arc<TaskEntry>, mpsc::Receiver<Control>), GatewayError> {
         let Some(d) = &self.durable else {
             return Ok(self.insert(task));
@@ -338,33 +331,6 @@ fn parse_token(token: &str) -> Result<u64, GatewayError> {
                 cut(token, 40)
             ))
         })
-}
-
-pub(crate) fn summary(t: &Task) -> TaskSummary {
-    let req = t.request.as_ref();
-    let ended = is_final(TaskState::try_from(t.state).unwrap_or(TaskState::Unspecified));
-    let reason = if t.error.is_empty() {
-        &t.answer
-    } else {
-        &t.error
-    };
-    TaskSummary {
-        id: t.id.clone(),
-        state: t.state,
-        goal: req.map(|r| cut(&r.goal, SUMMARY_CHARS)).unwrap_or_default(),
-        device: t.device.clone(),
-        mode: req.map_or(0, |r| r.mode),
-        steps: t.steps,
-        created_at_ms: t.created_at_ms,
-        updated_at_ms: t.updated_at_ms,
-        success: t.state == TaskState::Succeeded as i32,
-        final_reason: if ended {
-            cut(reason, SUMMARY_CHARS)
-        } else {
-            String::new()
-        },
-        last_seq: t.last_seq,
-    }
 }
 
 #[cfg(test)]

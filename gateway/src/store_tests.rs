@@ -1,4 +1,6 @@
 use super::*;
+use crate::record::SUMMARY_CHARS;
+use droidmesh_proto::v1::TaskState;
 
 fn store(keep: usize, keep_for_ms: u64) -> Store {
     Store::new(

@@ -13,9 +13,10 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
+use crate::entry::TaskEntry;
 use crate::error::GatewayError;
 use crate::persist::{Fault, StoreError, TaskStore, WriteFailure};
-use crate::store::{TaskEntry, is_final};
+use crate::record::is_final;
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<TaskEvent, Status>> + Send>>;
 

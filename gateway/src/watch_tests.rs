@@ -10,8 +10,10 @@ use droidmesh_proto::v1::{Task, TaskState, TaskStatus, task_event};
 use tokio_stream::StreamExt as _;
 
 use super::*;
+use crate::entry::Limits;
+use crate::limits::Retention;
 use crate::persist::sqlite::SqliteStore;
-use crate::store::{Limits, Retention, Store};
+use crate::store::Store;
 
 /// Longest any step of these tests may take; every store error here must be answered well
 /// within it (the writer's first try is immediate, its retries at most 5 s apart).
@@ -41,7 +43,7 @@ fn stack() -> Stack {
         sqlite.clone(),
         "me".into(),
     ));
-    crate::persist::persister::spawn(&store);
+    crate::writer::spawn(&store);
     Stack {
         _dir: dir,
         path,

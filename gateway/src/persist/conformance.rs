@@ -409,7 +409,7 @@ pub(crate) async fn a_running_tasks_request_is_written_once(b: &dyn Backend) {
         state: TaskState::Succeeded as i32,
         ..back.clone()
     };
-    crate::entry::compact(&mut ended);
+    crate::record::compact(&mut ended);
     assert!(ended.request.as_ref().unwrap().goal.len() < 4 * 1024);
     store
         .write("gone", vec![write(ended.clone(), vec![], Some(9))])

@@ -1,9 +1,8 @@
 //! Where tasks outlive the gateway's memory: the [`TaskStore`] trait and its backends. A
 //! running task lives in memory (`crate::store`); every change to it is written here in
-//! batches by the [`persister`], a task record and its new events in one transaction, and a
+//! batches by the writer (`crate::writer`), a task record and its new events in one transaction, and a
 //! watcher is shown an event only once it is written, so every event a client has seen
 //! survives a crash. Ended tasks are read back from here, a restart included.
-pub mod persister;
 pub mod pg_pool;
 pub mod pg_testkit;
 pub mod pg_tls;
@@ -17,8 +16,7 @@ mod conformance;
 
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskRequest};
 
-pub use crate::quota::{OverLimit, TenantLimits};
-pub use crate::store::Retention;
+use crate::limits::{OverLimit, Retention, TenantLimits};
 
 /// Version of the schema this build writes. A store written by a newer one is refused.
 pub const SCHEMA_VERSION: u32 = 5;

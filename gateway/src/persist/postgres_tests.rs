@@ -272,11 +272,11 @@ async fn events_wait_in_memory_while_the_database_is_down() {
     };
     let backend = Arc::new(pg.store("me", MINUTE).await);
     let store = Arc::new(crate::store::Store::durable(
-        crate::store::Retention {
+        crate::limits::Retention {
             keep: 10,
             keep_for_ms: u64::MAX,
         },
-        crate::store::Limits {
+        crate::entry::Limits {
             max_events: 100,
             max_event_bytes: 1 << 20,
             max_queued: 4,
@@ -284,7 +284,7 @@ async fn events_wait_in_memory_while_the_database_is_down() {
         backend.clone(),
         "me".into(),
     ));
-    crate::persist::persister::spawn(&store);
+    crate::writer::spawn(&store);
     let (entry, _control) = store
         .create(task("t1", TaskState::Running), Default::default())
         .await
@@ -441,11 +441,11 @@ async fn a_replica_whose_task_was_taken_over_stops_its_run() {
     };
     let backend = Arc::new(pg.store("me", MINUTE).await);
     let store = Arc::new(crate::store::Store::durable(
-        crate::store::Retention {
+        crate::limits::Retention {
             keep: 10,
             keep_for_ms: u64::MAX,
         },
-        crate::store::Limits {
+        crate::entry::Limits {
             max_events: 100,
             max_event_bytes: 1 << 20,
             max_queued: 4,
@@ -453,7 +453,7 @@ async fn a_replica_whose_task_was_taken_over_stops_its_run() {
         backend.clone(),
         "me".into(),
     ));
-    crate::persist::persister::spawn(&store);
+    crate::writer::spawn(&store);
     let (entry, _control) = store
         .create(task("t1", TaskState::Running), Default::default())
         .await
@@ -605,7 +605,7 @@ fn tenant_task(id: &str, tenant: &str, at_ms: i64) -> Task {
     }
 }
 
-fn over(e: StoreError) -> crate::persist::OverLimit {
+fn over(e: StoreError) -> crate::limits::OverLimit {
     match e {
         StoreError::OverLimit(over) => over,
         other => panic!("not a limit: {other:?}"),

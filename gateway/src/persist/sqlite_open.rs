@@ -155,7 +155,7 @@ fn check_pages(conn: &Connection, path: &Path, budget: Duration) -> Result<(), S
         Ok(sqlite_fault::Checked::Sound) => Ok(()),
         Ok(sqlite_fault::Checked::Damaged(found)) => Err(format!(
             "it is damaged (SQLite's quick_check found: {}); {}",
-            crate::store::cut(&found, 300),
+            crate::record::cut(&found, 300),
             sqlite_fault::MOVE_IT_AWAY
         )),
         Ok(sqlite_fault::Checked::CutShort) => {

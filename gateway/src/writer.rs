@@ -4,7 +4,7 @@
 //! and new events in one transaction per batch, and then shows those events to watchers. While
 //! the store fails, tasks run on: their events wait in memory (each log within its bounds,
 //! the oldest dropped first), the writer tries again with backoff and logs the failure, and
-//! tells watchers ([`super::WriteFailure`]): one waiting for events the store has not taken
+//! tells watchers ([`WriteFailure`]): one waiting for events the store has not taken
 //! ends with the error, at once when it lasts until someone acts (a damaged or full store),
 //! after a bound when it may pass by itself (a database restarting).
 //!
@@ -21,8 +21,11 @@ use droidmesh_runtime::TracedChannel;
 use prost::Message as _;
 use tokio::time::Instant;
 
-use super::{Orphan, StoreError, StoredEvent, TaskWrite};
-use crate::store::{Store, is_final, now_ms};
+use crate::entry::Limits;
+use crate::limits::Retention;
+use crate::persist::{Orphan, StoreError, StoredEvent, TaskStore, TaskWrite, WriteFailure};
+use crate::record::{compact, is_final, now_ms};
+use crate::store::Store;
 
 /// This process, as a task store knows it: unique, and naming the host when it is known (a
 /// pod's name in Kubernetes), so that a task failed because its replica stopped says which.
@@ -45,9 +48,9 @@ pub(crate) fn owner() -> String {
 /// runs.
 pub(crate) fn durable(
     device: &DeviceServiceClient<TracedChannel>,
-    retention: super::Retention,
-    limits: crate::store::Limits,
-    backend: Arc<dyn super::TaskStore>,
+    retention: Retention,
+    limits: Limits,
+    backend: Arc<dyn TaskStore>,
     owner: String,
     done: tokio::sync::watch::Sender<bool>,
 ) -> Arc<Store> {
@@ -153,7 +156,7 @@ pub fn spawn(store: &Arc<Store>) {
                     // looks again.
                     dirty.failing.send_modify(|f| {
                         let since = f.as_ref().map_or_else(Instant::now, |f| f.since);
-                        *f = Some(super::WriteFailure { error: e, since });
+                        *f = Some(WriteFailure { error: e, since });
                     });
                     let pause = Duration::from_millis(50) * 2u32.saturating_pow(failures.min(7));
                     tokio::time::sleep(pause.min(MAX_BACKOFF)).await;
@@ -313,7 +316,7 @@ fn orphan_ended(
         task.error = reason;
     }
     task.updated_at_ms = now;
-    crate::entry::compact(&mut task);
+    compact(&mut task);
     TaskWrite {
         task,
         ord: None,
