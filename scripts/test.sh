@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every relative link of README.md, ARCHITECTURE.md and docs/ names a file and heading that exist.
 python3 scripts/check_links.py
+# The gateway's modules import downward only: no import circle among them.
+python3 scripts/module_cycles.py
 # Crates import downward: libraries, then services, the gateway, the binary (cargo metadata).
 python3 scripts/check_layers.py
 bash scripts/setup.sh
