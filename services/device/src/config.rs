@@ -62,58 +62,70 @@ impl Default for DeviceConfig {
 }
 
 impl DeviceConfig {
-    /// Checks the values against each other; the message says which field to fix.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every problem with these settings, each naming its key (`device.<key> must ...`); empty
+    /// when they are fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if !self.adb_server.is_empty() && parse_v4(&self.adb_server).is_none() {
-            return Err(format!(
+            problems.push(format!(
                 "device.adb_server must be an IPv4 host:port such as 127.0.0.1:5037, got '{}'",
                 self.adb_server
             ));
         }
         for d in &self.direct_devices {
             if d.parse::<std::net::SocketAddr>().is_err() {
-                return Err(format!(
+                problems.push(format!(
                     "device.direct_devices entries must be ip:port such as 192.168.1.20:5555, got '{d}'"
                 ));
             }
         }
         if self.lease_default_ttl_ms == 0 {
-            return Err("device.lease_default_ttl_ms must be greater than 0".to_owned());
+            problems.push("device.lease_default_ttl_ms must be greater than 0".to_owned());
         }
         if self.lease_max_ttl_ms < self.lease_default_ttl_ms {
-            return Err(format!(
+            problems.push(format!(
                 "device.lease_max_ttl_ms ({}) must be at least device.lease_default_ttl_ms ({})",
                 self.lease_max_ttl_ms, self.lease_default_ttl_ms
             ));
         }
         if self.command_timeout_ms == 0 {
-            return Err("device.command_timeout_ms must be greater than 0".to_owned());
+            problems.push("device.command_timeout_ms must be greater than 0".to_owned());
         }
         if self.screenshot_max_side != 0 && self.screenshot_max_side < 64 {
-            return Err(format!(
+            problems.push(format!(
                 "device.screenshot_max_side must be 0 (full size) or at least 64, got {}",
                 self.screenshot_max_side
             ));
         }
         if self.settle_max_ms > 60_000 {
-            return Err(format!(
+            problems.push(format!(
                 "device.settle_max_ms must be at most 60000 (a minute), got {}",
                 self.settle_max_ms
             ));
         }
         if self.settle_max_ms > 0 && self.settle_quiet_ms > self.settle_max_ms {
-            return Err(format!(
+            problems.push(format!(
                 "device.settle_quiet_ms ({}) must not be longer than device.settle_max_ms ({})",
                 self.settle_quiet_ms, self.settle_max_ms
             ));
         }
         if self.settle_interval_ms > 10_000 {
-            return Err(format!(
+            problems.push(format!(
                 "device.settle_interval_ms must be at most 10000, got {}",
                 self.settle_interval_ms
             ));
         }
-        Ok(())
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 
     /// How actions wait for the UI.
@@ -166,5 +178,27 @@ mod tests {
             ..DeviceConfig::default()
         };
         assert!(cfg.validate().unwrap_err().contains("direct_devices"));
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_each_naming_its_key() {
+        let cfg = DeviceConfig {
+            adb_server: "nowhere".into(),
+            command_timeout_ms: 0,
+            settle_max_ms: 70_000,
+            ..DeviceConfig::default()
+        };
+        let problems = cfg.problems();
+        let keys = [
+            "device.adb_server",
+            "device.command_timeout_ms",
+            "device.settle_max_ms",
+        ];
+        assert_eq!(problems.len(), keys.len(), "{problems:?}");
+        let joined = cfg.validate().unwrap_err();
+        for (problem, key) in problems.iter().zip(keys) {
+            assert!(problem.starts_with(key), "{problem} should name {key}");
+            assert!(joined.contains(problem.as_str()), "{joined}");
+        }
     }
 }

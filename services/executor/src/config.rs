@@ -68,42 +68,59 @@ impl ExecutorConfig {
         })
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every problem with these settings, each naming its key (`executor.<key> must ...`); empty
+    /// when they are fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if self.step_timeout_ms < 100 {
-            return Err(format!(
+            problems.push(format!(
                 "executor.step_timeout_ms must be at least 100, got {}",
                 self.step_timeout_ms
             ));
         }
         if self.step_deadline_ms < self.step_timeout_ms {
-            return Err(format!(
+            problems.push(format!(
                 "executor.step_deadline_ms ({}) must be at least step_timeout_ms ({})",
                 self.step_deadline_ms, self.step_timeout_ms
             ));
         }
         if self.sandbox_memory_mb < 4 {
-            return Err(format!(
+            problems.push(format!(
                 "executor.sandbox_memory_mb must be at least 4, got {}",
                 self.sandbox_memory_mb
             ));
         }
         if self.device_call_timeout_ms < 100 {
-            return Err(format!(
+            problems.push(format!(
                 "executor.device_call_timeout_ms must be at least 100, got {}",
                 self.device_call_timeout_ms
             ));
         }
         if !(1..=60_000).contains(&self.start_hold_ms) {
-            return Err(format!(
+            problems.push(format!(
                 "executor.start_hold_ms must be between 1 and 60000, got {}",
                 self.start_hold_ms
             ));
         }
-        droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)?;
-        if self.max_consecutive_failures == 0 {
-            return Err("executor.max_consecutive_failures must be at least 1".into());
+        if let Err(e) =
+            droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)
+        {
+            problems.push(e);
         }
-        Ok(())
+        if self.max_consecutive_failures == 0 {
+            problems.push("executor.max_consecutive_failures must be at least 1".into());
+        }
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 }
 
@@ -144,5 +161,27 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_each_naming_its_key() {
+        let cfg = ExecutorConfig {
+            sandbox_memory_mb: 1,
+            max_consecutive_failures: 0,
+            device_endpoints: vec!["ftp://devices:21".into()],
+            ..ExecutorConfig::default()
+        };
+        let problems = cfg.problems();
+        let keys = [
+            "executor.sandbox_memory_mb",
+            "executor.device_endpoints",
+            "executor.max_consecutive_failures",
+        ];
+        assert_eq!(problems.len(), keys.len(), "{problems:?}");
+        let joined = cfg.validate().unwrap_err();
+        for (problem, key) in problems.iter().zip(keys) {
+            assert!(problem.starts_with(key), "{problem} should name {key}");
+            assert!(joined.contains(problem.as_str()), "{joined}");
+        }
     }
 }

@@ -35,24 +35,41 @@ impl Default for ManagerConfig {
 }
 
 impl ManagerConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every problem with these settings, each naming its key (`manager.<key> must ...`); empty
+    /// when they are fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if !(64..=4096).contains(&self.screenshot_max_side) {
-            return Err(format!(
+            problems.push(format!(
                 "manager.screenshot_max_side must be between 64 and 4096, got {}",
                 self.screenshot_max_side
             ));
         }
         if self.device_timeout_ms < 100 {
-            return Err(format!(
+            problems.push(format!(
                 "manager.device_timeout_ms must be at least 100, got {}",
                 self.device_timeout_ms
             ));
         }
         if self.device_channels == 0 {
-            return Err("manager.device_channels must be at least 1".into());
+            problems.push("manager.device_channels must be at least 1".into());
         }
-        droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)?;
-        Ok(())
+        if let Err(e) =
+            droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)
+        {
+            problems.push(e);
+        }
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 }
 
@@ -82,5 +99,22 @@ mod tests {
         );
         let parsed: Result<ManagerConfig, _> = serde_json::from_str(r#"{"device_chanels": 3}"#);
         assert!(parsed.is_err());
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_each_naming_its_key() {
+        let cfg = ManagerConfig {
+            screenshot_max_side: 1,
+            device_channels: 0,
+            ..ManagerConfig::default()
+        };
+        let problems = cfg.problems();
+        let keys = ["manager.screenshot_max_side", "manager.device_channels"];
+        assert_eq!(problems.len(), keys.len(), "{problems:?}");
+        let joined = cfg.validate().unwrap_err();
+        for (problem, key) in problems.iter().zip(keys) {
+            assert!(problem.starts_with(key), "{problem} should name {key}");
+            assert!(joined.contains(problem.as_str()), "{joined}");
+        }
     }
 }

@@ -108,61 +108,76 @@ impl ScripterConfig {
             .unwrap_or_else(|| std::env::temp_dir().join("droidmesh-scripter"))
     }
 
-    pub fn validate(&self) -> Result<(), String> {
-        let at_least = |name: &str, min: u64, got: u64| {
+    /// Every problem with these settings, each naming its key (`scripter.<key> must ...`);
+    /// empty when they are fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let at_least = [
+            ("default_max_steps", 1, u64::from(self.default_max_steps)),
+            ("step_timeout_ms", 100, self.step_timeout_ms),
+            ("sandbox_memory_mb", 4, self.sandbox_memory_mb as u64),
+            (
+                "max_consecutive_failures",
+                1,
+                u64::from(self.max_consecutive_failures),
+            ),
+            ("history_steps", 1, self.history_steps as u64),
+            ("max_concurrent_runs", 1, self.max_concurrent_runs as u64),
+            ("workspace_max_bytes", 1, self.workspace_max_bytes),
+            ("keep_workspaces", 1, self.keep_workspaces as u64),
+            ("http.timeout_ms", 10, self.http.timeout_ms),
+            ("http.max_response_bytes", 1, self.http.max_response_bytes),
+            (
+                "http.max_requests_per_run",
+                1,
+                u64::from(self.http.max_requests_per_run),
+            ),
+        ];
+        for (name, min, got) in at_least {
             if got < min {
-                Err(format!("scripter.{name} must be at least {min}, got {got}"))
-            } else {
-                Ok(())
+                problems.push(format!("scripter.{name} must be at least {min}, got {got}"));
             }
-        };
-        at_least("default_max_steps", 1, self.default_max_steps.into())?;
+        }
         if self.default_max_steps > MAX_STEPS_CEILING {
-            return Err(format!(
+            problems.push(format!(
                 "scripter.default_max_steps must be at most {MAX_STEPS_CEILING}, got {}",
                 self.default_max_steps
             ));
         }
-        at_least("step_timeout_ms", 100, self.step_timeout_ms)?;
-        at_least("sandbox_memory_mb", 4, self.sandbox_memory_mb as u64)?;
-        at_least(
-            "max_consecutive_failures",
-            1,
-            self.max_consecutive_failures.into(),
-        )?;
-        at_least("history_steps", 1, self.history_steps as u64)?;
-        at_least("max_concurrent_runs", 1, self.max_concurrent_runs as u64)?;
-        at_least("workspace_max_bytes", 1, self.workspace_max_bytes)?;
-        at_least("keep_workspaces", 1, self.keep_workspaces as u64)?;
-        at_least("http.timeout_ms", 10, self.http.timeout_ms)?;
-        at_least("http.max_response_bytes", 1, self.http.max_response_bytes)?;
-        at_least(
-            "http.max_requests_per_run",
-            1,
-            self.http.max_requests_per_run.into(),
-        )?;
         if self.http.max_redirects > 20 {
-            return Err(format!(
+            problems.push(format!(
                 "scripter.http.max_redirects must be at most 20, got {}",
                 self.http.max_redirects
             ));
         }
-        AllowList::new(&self.http.allow_hosts).map_err(|e| format!("scripter.http.{e}"))?;
+        if let Err(e) = AllowList::new(&self.http.allow_hosts) {
+            problems.push(format!("scripter.http.{e}"));
+        }
         if self
             .workspace_dir
             .as_ref()
             .is_some_and(|d| d.as_os_str().is_empty())
         {
-            return Err("scripter.workspace_dir is empty; leave it out for the default".into());
+            problems.push("scripter.workspace_dir is empty; leave it out for the default".into());
         }
         if let Some(name) = &self.replica
             && !is_replica_name(name)
         {
-            return Err(format!(
+            problems.push(format!(
                 "scripter.replica must be 1 to {MAX_REPLICA_NAME} letters, digits, `.`, `_` or `-`, got `{name}`; leave it out for the host name"
             ));
         }
-        Ok(())
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 
     /// The name this replica gives itself: `replica`, else `$HOSTNAME`, else the host name in
@@ -235,5 +250,27 @@ mod tests {
         .unwrap();
         assert_eq!(ok.http.allow_hosts, vec!["localhost:8080"]);
         assert_eq!(ok.http.max_redirects, 5);
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_each_naming_its_key() {
+        let cfg = ScripterConfig {
+            default_max_steps: 0,
+            sandbox_memory_mb: 1,
+            replica: Some("no spaces allowed".into()),
+            ..ScripterConfig::default()
+        };
+        let problems = cfg.problems();
+        let keys = [
+            "scripter.default_max_steps",
+            "scripter.sandbox_memory_mb",
+            "scripter.replica",
+        ];
+        assert_eq!(problems.len(), keys.len(), "{problems:?}");
+        let joined = cfg.validate().unwrap_err();
+        for (problem, key) in problems.iter().zip(keys) {
+            assert!(problem.starts_with(key), "{problem} should name {key}");
+            assert!(joined.contains(problem.as_str()), "{joined}");
+        }
     }
 }

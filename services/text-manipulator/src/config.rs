@@ -43,39 +43,56 @@ impl Default for TextManipulatorConfig {
 }
 
 impl TextManipulatorConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every problem with these settings, each naming its key (`text_manipulator.<key> must ...`); empty
+    /// when they are fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if self.max_retries > MAX_RETRIES_LIMIT {
-            return Err(format!(
+            problems.push(format!(
                 "text_manipulator.max_retries must be at most {MAX_RETRIES_LIMIT}, got {}",
                 self.max_retries
             ));
         }
         if !(10..=60_000).contains(&self.sandbox_timeout_ms) {
-            return Err(format!(
+            problems.push(format!(
                 "text_manipulator.sandbox_timeout_ms must be between 10 and 60000, got {}",
                 self.sandbox_timeout_ms
             ));
         }
         if !(2..=1_024).contains(&self.sandbox_memory_mb) {
-            return Err(format!(
+            problems.push(format!(
                 "text_manipulator.sandbox_memory_mb must be between 2 and 1024, got {}",
                 self.sandbox_memory_mb
             ));
         }
         if !(1..=100_000).contains(&self.max_text_chars) {
-            return Err(format!(
+            problems.push(format!(
                 "text_manipulator.max_text_chars must be between 1 and 100000, got {}",
                 self.max_text_chars
             ));
         }
         if self.device_timeout_ms < 100 {
-            return Err(format!(
+            problems.push(format!(
                 "text_manipulator.device_timeout_ms must be at least 100, got {}",
                 self.device_timeout_ms
             ));
         }
-        droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)?;
-        Ok(())
+        if let Err(e) =
+            droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)
+        {
+            problems.push(e);
+        }
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 }
 
@@ -119,5 +136,25 @@ mod tests {
             serde_json::from_value(serde_json::json!({ "max_retries": 2 })).unwrap();
         assert_eq!(parsed.max_retries, 2);
         assert_eq!(parsed.max_text_chars, 4_000);
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_each_naming_its_key() {
+        let cfg = TextManipulatorConfig {
+            sandbox_timeout_ms: 1,
+            max_text_chars: 0,
+            ..TextManipulatorConfig::default()
+        };
+        let problems = cfg.problems();
+        let keys = [
+            "text_manipulator.sandbox_timeout_ms",
+            "text_manipulator.max_text_chars",
+        ];
+        assert_eq!(problems.len(), keys.len(), "{problems:?}");
+        let joined = cfg.validate().unwrap_err();
+        for (problem, key) in problems.iter().zip(keys) {
+            assert!(problem.starts_with(key), "{problem} should name {key}");
+            assert!(joined.contains(problem.as_str()), "{joined}");
+        }
     }
 }
