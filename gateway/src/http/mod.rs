@@ -75,11 +75,12 @@ impl Default for HttpConfig {
 }
 
 impl HttpConfig {
-    /// Checks the settings; `max_request_bytes` is the gateway's, which a body must be able to
-    /// carry.
-    pub fn validate(&self, max_request_bytes: usize) -> Result<(), String> {
+    /// Every problem with the settings, each naming its key; `max_request_bytes` is the
+    /// gateway's, which a body must be able to carry.
+    pub fn problems(&self, max_request_bytes: usize) -> Vec<String> {
+        let mut problems = Vec::new();
         if self.max_body_bytes < max_request_bytes {
-            return Err(format!(
+            problems.push(format!(
                 "gateway_http.max_body_bytes ({}) must be at least gateway.max_request_bytes ({max_request_bytes}): a request the gateway accepts must fit",
                 self.max_body_bytes
             ));
@@ -91,13 +92,23 @@ impl HttpConfig {
             ("write_stall_ms", self.write_stall_ms),
         ] {
             if v < 10 {
-                return Err(format!("gateway_http.{name} must be at least 10, got {v}"));
+                problems.push(format!("gateway_http.{name} must be at least 10, got {v}"));
             }
         }
         if self.max_connections == 0 {
-            return Err("gateway_http.max_connections must be at least 1".into());
+            problems.push("gateway_http.max_connections must be at least 1".into());
         }
-        Ok(())
+        problems
+    }
+
+    /// Every problem at once, joined with "; " (what callers that take one message get).
+    pub fn validate(&self, max_request_bytes: usize) -> Result<(), String> {
+        let problems = self.problems(max_request_bytes);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 
     /// The cap as the runtime's connection registry takes it: `read_timeout_ms` is the
