@@ -17,6 +17,7 @@ use crate::check;
 use crate::config::StoreAt;
 use crate::deps::Deps;
 use crate::direct::DirectDriver;
+use crate::driver::{Driver, TaskCtx};
 use crate::entry::{Control, Limits, Refused, TaskEntry};
 use crate::error::{GatewayError, PeerError};
 use crate::limits::Retention;
@@ -24,6 +25,7 @@ use crate::reasoning::ReasoningDriver;
 use crate::record::{is_final, now_ms};
 use crate::runner;
 use crate::store::{Found, Store};
+use crate::task_state::Ending;
 use crate::watch::{EventStream, watch, watch_stored};
 use crate::writer::{durable, owner};
 
@@ -32,6 +34,21 @@ const DEFAULT_PAGE: usize = 100;
 
 /// Longest an RPC waits for the tasks of a stopped gateway to be recovered at start.
 const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The driver of a task's mode.
+enum ModeDriver {
+    Direct(DirectDriver),
+    Reasoning(ReasoningDriver),
+}
+
+impl Driver for ModeDriver {
+    async fn drive(&self, ctx: TaskCtx<'_>) -> Ending {
+        match self {
+            ModeDriver::Direct(d) => d.drive(ctx).await,
+            ModeDriver::Reasoning(d) => d.drive(ctx).await,
+        }
+    }
+}
 
 pub struct GatewayService {
     deps: Deps,
@@ -161,25 +178,19 @@ impl GatewayService {
             }
             store.ended(&entry)
         };
-        if req.mode == Mode::Reasoning as i32 {
-            let run = runner::run(ReasoningDriver, deps, e, req, lease, control, allowed);
-            tokio::spawn(
-                async move {
-                    run.await;
-                    ended()
-                }
-                .instrument(span),
-            );
+        let driver = if req.mode == Mode::Reasoning as i32 {
+            ModeDriver::Reasoning(ReasoningDriver)
         } else {
-            let run = runner::run(DirectDriver, deps, e, req, lease, control, allowed);
-            tokio::spawn(
-                async move {
-                    run.await;
-                    ended()
-                }
-                .instrument(span),
-            );
-        }
+            ModeDriver::Direct(DirectDriver)
+        };
+        let run = runner::run(driver, deps, e, req, lease, control, allowed);
+        tokio::spawn(
+            async move {
+                run.await;
+                ended()
+            }
+            .instrument(span),
+        );
     }
 
     /// Creates the task: leases its device first unless it may wait for one, so a busy or
