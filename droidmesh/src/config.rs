@@ -197,28 +197,14 @@ impl Config {
 
 impl Validate for Config {
     fn validate(&self) -> Result<(), Vec<String>> {
-        let mut problems = Vec::new();
-        if let Err(e) = self.device.validate() {
-            problems.push(format!("device: {e}"));
-        }
-        if let Err(e) = self.gateway.validate() {
-            problems.push(e);
-        }
-        if let Err(e) = self.gateway_http.validate(self.gateway.max_request_bytes) {
-            problems.push(e);
-        }
-        if let Err(e) = self.executor.validate() {
-            problems.push(e);
-        }
-        if let Err(e) = self.manager.validate() {
-            problems.push(e);
-        }
-        if let Err(e) = self.scripter.validate() {
-            problems.push(e);
-        }
-        if let Err(e) = self.text_manipulator.validate() {
-            problems.push(e);
-        }
+        // Every problem of every section, each naming its key.
+        let mut problems = self.device.problems();
+        problems.extend(self.gateway.problems());
+        problems.extend(self.gateway_http.problems(self.gateway.max_request_bytes));
+        problems.extend(self.executor.problems());
+        problems.extend(self.manager.problems());
+        problems.extend(self.scripter.problems());
+        problems.extend(self.text_manipulator.problems());
         if let Some(llm) = &self.llm
             && let Err(errs) = llm.validate()
         {
@@ -270,6 +256,22 @@ mod tests {
         load(&format!(
             "[tls]\ncert = \"/c.pem\"\nkey = \"/k.pem\"\n[endpoints]\n{endpoints}\n"
         ))
+    }
+
+    #[test]
+    fn every_problem_of_every_section_is_reported_at_once() {
+        let err = load(
+            "[device]\ncommand_timeout_ms = 0\nsettle_max_ms = 70000\n\
+             [executor]\nstep_timeout_ms = 0\n",
+        )
+        .unwrap_err();
+        for key in [
+            "device.command_timeout_ms",
+            "device.settle_max_ms",
+            "executor.step_timeout_ms",
+        ] {
+            assert!(err.contains(key), "{key} is not named: {err}");
+        }
     }
 
     #[test]
