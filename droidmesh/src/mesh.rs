@@ -137,7 +137,10 @@ fn bare_routes(
             text_manipulator: config.endpoints.text_manipulator.clone(),
         };
         // One gateway for both faces: gRPC here, HTTP by whoever serves it.
-        let gateway = droidmesh_gateway::gateway(config.gateway.clone(), &peers)
+        // The composition root opens the task store; the gateway keeps tasks in it.
+        let store = droidmesh_gateway::open_store(&config.gateway)
+            .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;
+        let gateway = droidmesh_gateway::gateway(config.gateway.clone(), &peers, store)
             .map_err(|e| anyhow::anyhow!("gateway cannot start: {e}"))?;
         let svc = droidmesh_proto::v1::gateway_server::GatewayServer::from_arc(gateway.clone());
         return Ok((

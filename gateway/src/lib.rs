@@ -36,25 +36,19 @@ pub use service::GatewayService;
 
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
-use droidmesh_proto::v1::gateway_server::GatewayServer;
 use droidmesh_proto::v1::manager_service_client::ManagerServiceClient;
 use droidmesh_proto::v1::scripter_service_client::ScripterServiceClient;
 use droidmesh_proto::v1::text_manipulator_service_client::TextManipulatorServiceClient;
 use droidmesh_runtime::ClientOptions;
 
-/// Builds the gateway server; peers are connected lazily, so it starts before they do.
-pub fn gateway_service(
-    cfg: GatewayConfig,
-    peers: &Peers,
-) -> Result<GatewayServer<GatewayService>, String> {
-    Ok(GatewayServer::from_arc(gateway(cfg, peers)?))
-}
-
 /// Builds the gateway itself, to be shared by its faces (the gRPC server through
-/// `GatewayServer::from_arc`, the HTTP face) so every check and limit applies to both.
+/// `GatewayServer::from_arc`, the HTTP face) so every check and limit applies to both. Tasks
+/// are kept in `store`, which the caller opened ([`open_store`]; `None`: in memory only).
+/// Peers are connected lazily, so it starts before they do.
 pub fn gateway(
     cfg: GatewayConfig,
     peers: &Peers,
+    store: Option<persist::Opened>,
 ) -> Result<std::sync::Arc<GatewayService>, String> {
     cfg.validate()?;
     // Agent calls wait for models, which may be slow: they are bounded per call by
@@ -120,5 +114,28 @@ pub fn gateway(
             .trim()
             .to_owned(),
     };
-    Ok(std::sync::Arc::new(GatewayService::new(deps)?))
+    Ok(std::sync::Arc::new(GatewayService::new(deps, store)?))
+}
+
+/// Opens the task store `cfg.store` names for this process (`None` for `memory`), as the
+/// composition root does before it builds the gateway. Connecting to PostgreSQL blocks,
+/// bounded by `replica_timeout_ms`.
+pub fn open_store(cfg: &GatewayConfig) -> Result<Option<persist::Opened>, String> {
+    let owner = writer::owner();
+    let backend: std::sync::Arc<dyn persist::TaskStore> = match cfg.store_at()? {
+        config::StoreAt::Memory => return Ok(None),
+        config::StoreAt::Sqlite(path) => std::sync::Arc::new(
+            persist::sqlite::SqliteStore::open(&path).map_err(|e| e.to_string())?,
+        ),
+        config::StoreAt::Postgres(url) => std::sync::Arc::new(
+            persist::postgres::PostgresStore::open_blocking(
+                &url.0,
+                &owner,
+                std::time::Duration::from_millis(cfg.replica_timeout_ms),
+                cfg.store_ca.as_deref(),
+            )
+            .map_err(|e| e.to_string())?,
+        ),
+    };
+    Ok(Some(persist::Opened { backend, owner }))
 }

@@ -14,20 +14,20 @@ use tonic::{Request, Response, Status};
 
 use crate::auth::{Caller, Keys};
 use crate::check;
-use crate::config::StoreAt;
 use crate::deps::Deps;
 use crate::direct::DirectDriver;
 use crate::driver::{Driver, TaskCtx};
 use crate::entry::{Control, Limits, Refused, TaskEntry};
 use crate::error::{GatewayError, PeerError};
 use crate::limits::Retention;
+use crate::persist::Opened;
 use crate::reasoning::ReasoningDriver;
 use crate::record::{is_final, now_ms};
 use crate::runner;
 use crate::store::{Found, Store};
 use crate::task_state::Ending;
 use crate::watch::{EventStream, watch, watch_stored};
-use crate::writer::{durable, owner};
+use crate::writer::durable;
 
 /// Summaries in a ListTasks page when the request does not say.
 const DEFAULT_PAGE: usize = 100;
@@ -64,10 +64,10 @@ pub struct GatewayService {
 }
 
 impl GatewayService {
-    /// Opens the task store the config names, recovers what a stopped gateway left unfinished
-    /// there (in the background; RPCs wait for it) and starts its writer. Must be called
-    /// within a Tokio runtime.
-    pub fn new(mut deps: Deps) -> Result<Self, String> {
+    /// Keeps tasks in `store` (opened by the caller, [`crate::open_store`]; `None`: in memory
+    /// only), recovers what a stopped gateway left unfinished there (in the background; RPCs
+    /// wait for it) and starts its writer. Must be called within a Tokio runtime.
+    pub fn new(mut deps: Deps, store: Option<Opened>) -> Result<Self, String> {
         let cfg = &deps.cfg;
         let retention = Retention {
             keep: cfg.keep_finished_tasks,
@@ -85,41 +85,13 @@ impl GatewayService {
         );
         let tokens = crate::quota::TokenBudget::new(cfg.auth.model_tokens_per_day_per_tenant);
         let (done, ready) = tokio::sync::watch::channel(false);
-        let store = match cfg.store_at()? {
-            StoreAt::Memory => {
+        let store = match store {
+            None => {
                 done.send_replace(true);
                 Arc::new(Store::new(retention, limits))
             }
-            StoreAt::Sqlite(path) => {
-                let backend =
-                    crate::persist::sqlite::SqliteStore::open(&path).map_err(|e| e.to_string())?;
-                durable(
-                    &deps.device,
-                    retention,
-                    limits,
-                    Arc::new(backend),
-                    owner(),
-                    done,
-                )
-            }
-            StoreAt::Postgres(url) => {
-                let owner = owner();
-                let timeout = std::time::Duration::from_millis(cfg.replica_timeout_ms);
-                let backend = crate::persist::postgres::PostgresStore::open_blocking(
-                    &url.0,
-                    &owner,
-                    timeout,
-                    cfg.store_ca.as_deref(),
-                )
-                .map_err(|e| e.to_string())?;
-                durable(
-                    &deps.device,
-                    retention,
-                    limits,
-                    Arc::new(backend),
-                    owner,
-                    done,
-                )
+            Some(Opened { backend, owner }) => {
+                durable(&deps.device, retention, limits, backend, owner, done)
             }
         };
         deps.store = Some(store.clone());

@@ -115,7 +115,8 @@ pub fn test_http_config() -> HttpConfig {
 
 /// Serves one gateway on both faces: gRPC and HTTP, each on its own loopback port.
 async fn serve_gateway(cfg: GatewayConfig, peers: &Peers) -> (String, String) {
-    let gw = droidmesh_gateway::gateway(cfg, peers).unwrap();
+    let store = droidmesh_gateway::open_store(&cfg).unwrap();
+    let gw = droidmesh_gateway::gateway(cfg, peers, store).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let http = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(droidmesh_gateway::http::serve(

@@ -31,7 +31,7 @@ async fn face(
         store: "memory".into(),
         ..GatewayConfig::default()
     };
-    let gateway = crate::gateway(memory, &peers).unwrap();
+    let gateway = crate::gateway(memory, &peers, None).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, mut rx) = watch::channel(false);

@@ -115,6 +115,21 @@ pub struct WriteFailure {
     pub since: tokio::time::Instant,
 }
 
+/// A task store opened for one gateway process (by the composition root, see
+/// `droidmesh_gateway::open_store`): the backend, and this process as the store knows it.
+pub struct Opened {
+    pub backend: std::sync::Arc<dyn TaskStore>,
+    pub owner: String,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
 /// Tasks kept beyond a process: records, full event logs, leases held, retention.
 #[tonic::async_trait]
 pub trait TaskStore: Send + Sync + 'static {
