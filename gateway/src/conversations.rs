@@ -28,12 +28,7 @@ struct Inner {
 }
 
 fn cut(s: &str) -> String {
-    if s.chars().count() <= MAX_TURN_CHARS {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(MAX_TURN_CHARS).collect();
-    out.push('…');
-    out
+    droidmesh_proto::text::shorten(s, MAX_TURN_CHARS)
 }
 
 impl Conversations {

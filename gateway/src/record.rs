@@ -51,13 +51,8 @@ pub fn compact(t: &mut Task) {
     }
 }
 
-/// `s` cut to `max` characters, "…" marking a cut.
-pub fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_owned(),
-        Some((at, _)) => format!("{}…", &s[..at]),
-    }
-}
+/// `s` cut to `max` characters, `…` marking a cut (the one rule, `droidmesh_proto::text`).
+pub use droidmesh_proto::text::shorten as cut;
 
 /// The summary of a task in a list.
 pub fn summary(t: &Task) -> TaskSummary {
