@@ -22,6 +22,8 @@ mod recorded;
 mod refusal;
 mod replay;
 pub mod retry;
+/// Model doubles for tests: built for this crate's tests and with the `testkit` feature only.
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 mod transport;
 mod wire;

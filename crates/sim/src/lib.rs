@@ -12,6 +12,9 @@ pub mod procs;
 pub mod render;
 pub mod shell;
 mod sync;
+/// A private adb server for tests: built for this crate's tests and with the `testkit` feature
+/// only.
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod view;
 /// The message format, shared with the device service's direct client.

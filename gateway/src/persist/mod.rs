@@ -4,6 +4,9 @@
 //! watcher is shown an event only once it is written, so every event a client has seen
 //! survives a crash. Ended tasks are read back from here, a restart included.
 pub mod pg_pool;
+/// A throwaway PostgreSQL for tests: built for this crate's tests and with the `testkit`
+/// feature only.
+#[cfg(any(test, feature = "testkit"))]
 pub mod pg_testkit;
 pub mod pg_tls;
 pub mod postgres;
