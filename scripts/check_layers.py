@@ -9,6 +9,10 @@ through `droidmesh-proto`); nothing depends on the binary. Normal and build depe
 count; dev-dependencies do not (a service's tests may start a real device service).
 `tests/` (the cross-process tests) may use anything.
 
+Test kits stay out of production builds: a crate's `testkit` feature (model doubles, a private
+adb server, a throwaway PostgreSQL) is enabled only by dev-dependencies. Any workspace crate,
+`tests/` included, whose normal or build dependency enables a `testkit` feature fails the check.
+
 Reads `cargo metadata --format-version 1 --no-deps`; standard library only.
 Usage: python3 scripts/check_layers.py [--metadata FILE]  (FILE: that command's output)
 """
@@ -32,6 +36,9 @@ def layer(rel):
         return "binary"
     return None
 
+
+# The feature that builds a crate's test kit; only dev-dependencies may enable it.
+TESTKIT = "testkit"
 
 EXPECTED = {
     "library": "a library to depend only on libraries (protos/, crates/*)",
@@ -64,6 +71,15 @@ def problems(metadata):
     layers = {p["name"]: (rel, layer(rel)) for rel, p in by_dir.items()}
     found = []
     for rel, p in sorted(by_dir.items()):
+        for d in p["dependencies"]:
+            if d.get("kind") == "dev" or TESTKIT not in d.get("features", []):
+                continue
+            kind = "build-dependency" if d.get("kind") == "build" else "dependency"
+            found.append(
+                f"{rel}/Cargo.toml: {p['name']} has a {kind} on {d['name']} with feature "
+                f"\"{TESTKIT}\"; expected the test kit only in [dev-dependencies]: move "
+                f"`features = [\"{TESTKIT}\"]` to {d['name']} under [dev-dependencies]"
+            )
         src = layer(rel)
         if src is None:
             continue
@@ -101,9 +117,15 @@ def main():
     for f in found:
         print(f"check-layers: {f}", file=sys.stderr)
     if found:
-        print(f"check-layers: {len(found)} dependencies point up the layers", file=sys.stderr)
+        print(
+            f"check-layers: {len(found)} dependencies point up the layers or build a test kit",
+            file=sys.stderr,
+        )
         return 1
-    print(f"check-layers: {len(metadata['packages'])} packages, every dependency points down")
+    print(
+        f"check-layers: {len(metadata['packages'])} packages, every dependency points down "
+        "and no test kit is in a production build"
+    )
     return 0
 
 

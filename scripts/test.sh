@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 python3 scripts/check_links.py
 # The gateway's modules import downward only: no import circle among them.
 python3 scripts/module_cycles.py
-# Crates import downward: libraries, then services, the gateway, the binary (cargo metadata).
+# Crates import downward: libraries, then services, the gateway, the binary (cargo metadata);
+# only dev-dependencies enable a crate's `testkit` feature.
 python3 scripts/check_layers.py
 bash scripts/setup.sh
 cargo fmt --all -- --check
