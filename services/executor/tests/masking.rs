@@ -5,9 +5,7 @@
 use std::collections::HashMap;
 
 use droidmesh_executor::ExecutorConfig;
-use droidmesh_proto::v1::{
-    GetStateRequest, StartAppRequest, TypeTextRequest, agent_event, start_app_request,
-};
+use droidmesh_proto::v1::{TypeTextRequest, agent_event};
 
 use crate::codeact::{finished, run_with};
 use crate::rig::{reply, rig_full};
@@ -32,26 +30,7 @@ async fn a_secret_the_device_service_never_saw_typed_is_masked_in_every_read() {
     )
     .await;
     // Someone typed the PIN as plain text into a note before the task: the phone shows it.
-    let (mut device, lease) = rig.lease().await;
-    device
-        .start_app(StartAppRequest {
-            lease: Some(lease.clone()),
-            app: Some(start_app_request::App::Package(
-                "com.droidmesh.notes".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap();
-    let state = device
-        .get_state(GetStateRequest {
-            serial: lease.serial.clone(),
-            ..GetStateRequest::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let field = state.elements.iter().find(|e| e.editable).unwrap().index;
+    let (mut device, lease, field) = rig.open_notes().await;
     device
         .type_text(TypeTextRequest {
             lease: Some(lease),

@@ -166,4 +166,37 @@ impl Rig {
         };
         (device, lease)
     }
+
+    /// Leases the simulator and opens the notes app; returns the device client, the lease and
+    /// the index of the note's text field.
+    pub async fn open_notes(
+        &self,
+    ) -> (
+        droidmesh_proto::v1::device_service_client::DeviceServiceClient<tonic::transport::Channel>,
+        droidmesh_proto::v1::LeaseRef,
+        u32,
+    ) {
+        use droidmesh_proto::v1::{GetStateRequest, StartAppRequest, start_app_request};
+        let (mut device, lease) = self.lease().await;
+        device
+            .start_app(StartAppRequest {
+                lease: Some(lease.clone()),
+                app: Some(start_app_request::App::Package(
+                    "com.droidmesh.notes".into(),
+                )),
+                activity: String::new(),
+            })
+            .await
+            .unwrap();
+        let state = device
+            .get_state(GetStateRequest {
+                serial: lease.serial.clone(),
+                ..GetStateRequest::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let field = state.elements.iter().find(|e| e.editable).unwrap().index;
+        (device, lease, field)
+    }
 }

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use droidmesh_executor::{ExecutorConfig, Secrets};
 use droidmesh_proto::v1::{
-    CodeActInput, CodeActStart, DeviceBinding, ExecuteSubgoalRequest, GetStateRequest,
-    StartAppRequest, code_act_input, start_app_request,
+    CodeActInput, CodeActStart, DeviceBinding, ExecuteSubgoalRequest, code_act_input,
 };
 use tonic::Code;
 
@@ -98,26 +97,7 @@ async fn a_secret_from_a_mounted_file_is_typed_without_its_newline() {
     std::fs::write(dir.path().join("mail_password"), "hunter2-File\n").unwrap();
     let secrets = Secrets::new(HashMap::new(), Some(dir.path().to_owned())).unwrap();
     let rig = rig_full(vec![], cfg(), secrets).await;
-    let (mut device, lease) = rig.lease().await;
-    device
-        .start_app(StartAppRequest {
-            lease: Some(lease.clone()),
-            app: Some(start_app_request::App::Package(
-                "com.droidmesh.notes".into(),
-            )),
-            activity: String::new(),
-        })
-        .await
-        .unwrap();
-    let state = device
-        .get_state(GetStateRequest {
-            serial: lease.serial.clone(),
-            ..GetStateRequest::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let field = state.elements.iter().find(|e| e.editable).unwrap().index;
+    let (_device, lease, field) = rig.open_notes().await;
     rig.llm.push(reply(&format!(
         "### Thought\nThe field is there.\n\n### Action\n{{\"action\": \"type_secret\", \"secret_id\": \"Mail_Password\", \"index\": {field}}}\n\n### Description\nType it."
     )));
