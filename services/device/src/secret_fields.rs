@@ -269,7 +269,9 @@ impl SecretFields {
         Ok(())
     }
 
-    /// Adds `mask` under `lease`; whether the table changed. `Err` when it is full of this
+    /// Adds `mask` under `lease`; whether what is kept on disk changed (a new mask, or a known
+    /// one under another lease: a known mask moved to newest is not written again, so a reader
+    /// sending the same masks at every read writes nothing). `Err` when it is full of this
     /// lease's masks.
     fn insert(&self, t: &mut Table, mask: Mask, lease: Option<&str>) -> Result<bool, ()> {
         if let Some(i) = t
@@ -278,12 +280,11 @@ impl SecretFields {
             .position(|r| r.mask.pieces == mask.pieces && r.mask.field == mask.field)
         {
             // Known: it is now the current lease's, and the newest.
-            let newest = i + 1 == t.masks.len();
             if let Some(mut known) = t.masks.remove(i) {
                 let same = known.lease.as_deref() == lease;
                 known.lease = lease.map(str::to_owned);
                 t.masks.push_back(known);
-                return Ok(!(same && newest));
+                return Ok(!same);
             }
             return Ok(false);
         }

@@ -139,3 +139,39 @@ fn screenshots_are_withheld_for_the_rest_of_one_lease() {
     f.withhold(None, "no lease".into());
     assert_eq!(f.withheld(None).as_deref(), Some("no lease"));
 }
+
+#[test]
+fn reads_sending_the_masks_already_kept_write_nothing() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MaskStore::open(dir.path()).unwrap());
+    let f = SecretFields::kept("s", Some(store));
+    let sent = |secret: &str, id: &str| SecretMask {
+        secret: secret.into(),
+        field: Some(MaskedField {
+            resource_id: id.into(),
+            class_name: "android.widget.EditText".into(),
+            bounds: None,
+        }),
+    };
+    let masks = [sent("pin-1", "app:id/a"), sent("pin-2", "app:id/b")];
+    f.for_read(&masks, Some("L1")).unwrap();
+    let file = || {
+        let path = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        std::fs::metadata(path).unwrap().ino()
+    };
+    let written = file();
+    // Each read moves both masks to newest; nothing on disk changes.
+    for _ in 0..5 {
+        f.for_read(&masks, Some("L1")).unwrap();
+    }
+    assert_eq!(file(), written, "the masks were written again");
+    // Another lease: written once more.
+    f.for_read(&masks, Some("L2")).unwrap();
+    assert_ne!(file(), written);
+}
