@@ -22,28 +22,8 @@ use super::*;
 const CANARY: &str = "canary-7Qx2-vault-91";
 const BULLET: char = '\u{2022}';
 
-/// An app with a code field and a screen repeating the code in a longer text and in a content
-/// description, as a search screen shows what was searched for.
-const VAULT: &str = r#"
-[[apps]]
-package = "com.droidmesh.vault"
-label = "Vault"
-[[apps.screens]]
-id = "main"
-activity = ".MainActivity"
-title = "Vault"
-widgets = [
-  { kind = "edit", id = "code", hint = "Access code" },
-  { kind = "row", id = "search", text = "Search", goto = "results" },
-]
-[[apps.screens]]
-id = "results"
-activity = ".ResultsActivity"
-title = "Results"
-widgets = [
-  { kind = "text", id = "echo", text = "Results for {field:code}", desc = "Searched {field:code}" },
-]
-"#;
+/// An app that repeats a typed code in a longer text and a content description.
+const VAULT: &str = include_str!("../../crates/sim/apps/vault.toml");
 
 /// Waits for the device service to go away, then to answer again (ListPackages needs no lease).
 const THROUGH_RESTART: &str = "let down = false;

@@ -19,28 +19,8 @@ use super::common::*;
 pub(super) const SECRET: &str = "hunter2-Vault";
 pub(super) const BULLET: char = '\u{2022}';
 
-/// An app with a code field and a screen that repeats the code in a longer text and in a
-/// content description, as a search screen shows what was searched for.
-const VAULT: &str = r#"
-[[apps]]
-package = "com.droidmesh.vault"
-label = "Vault"
-[[apps.screens]]
-id = "main"
-activity = ".MainActivity"
-title = "Vault"
-widgets = [
-  { kind = "edit", id = "code", hint = "Access code" },
-  { kind = "row", id = "search", text = "Search", goto = "results" },
-]
-[[apps.screens]]
-id = "results"
-activity = ".ResultsActivity"
-title = "Results"
-widgets = [
-  { kind = "text", id = "echo", text = "Results for {field:code}", desc = "Searched {field:code}" },
-]
-"#;
+/// An app that repeats a typed code in a longer text and a content description.
+const VAULT: &str = include_str!("../../../../crates/sim/apps/vault.toml");
 
 pub(super) struct Vault {
     fleet: SimFleet,
