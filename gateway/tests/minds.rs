@@ -65,6 +65,8 @@ pub struct Minds {
     /// The secret ids (lower case) the scripted executor holds, and every CheckSecrets asked.
     pub held_secrets: Mutex<Vec<String>>,
     pub secret_checks: Mutex<Vec<Vec<String>>>,
+    /// CheckSecrets never answers (an executor that hangs).
+    pub secret_checks_hang: Mutex<bool>,
 }
 
 impl Minds {
@@ -246,6 +248,9 @@ impl ExecutorService for Executor {
             .lock()
             .unwrap()
             .push(r.secret_ids.clone());
+        if *self.0.secret_checks_hang.lock().unwrap() {
+            std::future::pending::<()>().await;
+        }
         let held = self.0.held_secrets.lock().unwrap().clone();
         match r
             .secret_ids

@@ -455,8 +455,9 @@ impl<'a> Loop<'a> {
 
     /// Asks the executor whether it holds every secret the task names, before the first plan,
     /// so a task naming one it lacks fails at its start as in direct mode (not at the first
-    /// subgoal that types). An executor that cannot answer is not waited for: the first
-    /// subgoal routed to it says why.
+    /// subgoal that types). An executor that cannot answer, or does not within
+    /// `agent_call_timeout_ms`, is not waited for further: the first subgoal routed to it says
+    /// why.
     async fn check_secrets(&mut self) -> Result<(), Ending> {
         let ids = self.ctx.req.secret_ids.clone();
         if ids.is_empty() {
@@ -464,16 +465,21 @@ impl<'a> Loop<'a> {
         }
         let mut executor = self.ctx.deps.agents.executor.clone();
         let req = droidmesh_proto::v1::CheckSecretsRequest { secret_ids: ids };
-        match self.guarded(executor.check_secrets(req)).await? {
-            Ok(_) => Ok(()),
-            Err(s) if s.code() == tonic::Code::FailedPrecondition => {
+        let call = crate::routing::within(self.ctx.deps, executor.check_secrets(req));
+        match self.guarded(call).await? {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(s)) if s.code() == tonic::Code::FailedPrecondition => {
                 let endpoint = self.ctx.deps.agents.endpoint(Agent::Executor);
                 Err(Ending::failed(
                     PeerError::call("executor", endpoint, &s).to_string(),
                 ))
             }
-            Err(s) => {
+            Ok(Err(s)) => {
                 tracing::warn!(task = %self.ctx.entry.id, error = %PeerError::new("executor", &s), "the executor could not say whether it holds the task's secrets");
+                Ok(())
+            }
+            Err(waited) => {
+                tracing::warn!(task = %self.ctx.entry.id, %waited, "the executor did not say whether it holds the task's secrets");
                 Ok(())
             }
         }

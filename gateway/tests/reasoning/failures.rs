@@ -263,4 +263,22 @@ async fn a_task_naming_a_secret_the_executor_lacks_fails_before_its_first_plan()
             vec!["PIN".to_owned()]
         ]
     );
+
+    // An executor that never answers the check is not waited for past agent_call_timeout_ms
+    // (the same phone, after the tasks above: one test, so they do not contend for it).
+    let minds = Minds::new();
+    *minds.secret_checks_hang.lock().unwrap() = true;
+    let cfg = droidmesh_gateway::GatewayConfig {
+        agent_call_timeout_ms: 300,
+        ..test_config()
+    };
+    let stack = reasoning_stack(shared, &minds, cfg, true).await;
+    minds.plan(accomplished(true, "typed"));
+    let req = TaskRequest {
+        secret_ids: vec!["pin".into()],
+        ..reasoning("Type the PIN", &shared.serials[30])
+    };
+    let events = run_to_end(&stack, req).await;
+    assert!(completed(&events).success, "{:?}", completed(&events));
+    assert_eq!(minds.plan_requests().len(), 1);
 }
