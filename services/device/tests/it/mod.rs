@@ -15,3 +15,4 @@ mod secrets;
 mod secrets_kept;
 mod settle;
 mod sims;
+mod unicode;
