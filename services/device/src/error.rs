@@ -1,4 +1,5 @@
-//! The device service's error type and `Result` alias.
+//! The device service's error type, its [`ServiceErrorCode`] per kind, and `Result` alias.
+use droidmesh_runtime::{ServiceError, ServiceErrorCode};
 
 /// Everything that can go wrong in the device service.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,37 @@ pub enum DeviceError {
         "could not attach a phone at {address}: check that a phone listens for ADB over TCP there and allows this device service's key (the device service's log says what happened)"
     )]
     AttachFailed { address: String },
+}
+
+impl ServiceError for DeviceError {
+    fn error_code(&self) -> ServiceErrorCode {
+        use ServiceErrorCode as C;
+        match self {
+            DeviceError::UnknownDevice { .. } => C::NotFound,
+            DeviceError::LeaseHeld { .. }
+            | DeviceError::LeaseReplaced { .. }
+            | DeviceError::NoLease { .. }
+            | DeviceError::NoDevices
+            | DeviceError::ScreenshotWithheld { .. } => C::Conflict,
+            DeviceError::AllBusy { .. } | DeviceError::TooManySecrets { .. } => C::TooManyRequests,
+            DeviceError::InvalidArgument(_) | DeviceError::Config(_) => C::BadRequest,
+            DeviceError::Unavailable { .. }
+            | DeviceError::Timeout { .. }
+            | DeviceError::UiDump { .. }
+            | DeviceError::AttachFailed { .. } => C::Unavailable,
+            DeviceError::BadOutput { .. } | DeviceError::Adb { .. } | DeviceError::Image(_) => {
+                C::Internal
+            }
+            DeviceError::ConnectOff => C::Forbidden,
+        }
+    }
+
+    /// A message may repeat what a caller sent (an unknown serial): escaped and bounded, it is
+    /// safe to print, and fits in the response's headers.
+    fn public_message(&self) -> String {
+        let message = self.to_string();
+        crate::printable::printable(&message, crate::printable::MAX_MESSAGE_BYTES).into_owned()
+    }
 }
 
 /// Result alias for the device service.

@@ -28,4 +28,4 @@ pub mod ui_dump;
 
 pub use config::DeviceConfig;
 pub use error::{DeviceError, Result};
-pub use service::{DeviceServiceImpl, device_service, to_status};
+pub use service::{DeviceServiceImpl, device_service};

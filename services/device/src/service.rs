@@ -24,7 +24,6 @@ use crate::labels;
 use crate::lease::{Clock, LeaseManager, SystemClock};
 use crate::registry::{Registry, Slot};
 use crate::state;
-pub use crate::status::to_status;
 use crate::status::{MAX_SERIAL_SHOWN, record, tool_span};
 
 /// The device service. Cheap to clone; all clones share devices and leases.

@@ -1,5 +1,5 @@
-//! How a call shows outside: the span each device call runs in, and the one function that turns
-//! device errors into gRPC statuses, with messages made safe to print.
+//! How a call shows outside: the span each device call runs in, and a failed call's status
+//! recorded on it (device errors name their code in [`crate::error`]).
 use tonic::Status;
 
 use crate::error::DeviceError;
@@ -25,36 +25,8 @@ pub(crate) fn tool_span(tool: &'static str, serial: &str) -> tracing::Span {
 
 /// A failed call's status, recorded on its span and logged.
 pub(crate) fn record(span: &tracing::Span, e: DeviceError) -> Status {
-    let status = to_status(e);
+    let status = droidmesh_runtime::ServiceError::to_status(&e);
     span.record("error.type", format!("{:?}", status.code()));
     tracing::debug!(parent: span, code = ?status.code(), message = status.message(), "device call failed");
     status
-}
-
-/// The one place where device errors become gRPC statuses.
-pub fn to_status(e: DeviceError) -> Status {
-    use tonic::Code;
-    let code = match &e {
-        DeviceError::UnknownDevice { .. } => Code::NotFound,
-        DeviceError::LeaseHeld { .. }
-        | DeviceError::LeaseReplaced { .. }
-        | DeviceError::NoLease { .. }
-        | DeviceError::NoDevices
-        | DeviceError::ScreenshotWithheld { .. } => Code::FailedPrecondition,
-        DeviceError::AllBusy { .. } | DeviceError::TooManySecrets { .. } => Code::ResourceExhausted,
-        DeviceError::InvalidArgument(_) | DeviceError::Config(_) => Code::InvalidArgument,
-        DeviceError::Unavailable { .. }
-        | DeviceError::Timeout { .. }
-        | DeviceError::UiDump { .. } => Code::Unavailable,
-        DeviceError::BadOutput { .. } | DeviceError::Adb { .. } | DeviceError::Image(_) => {
-            Code::Internal
-        }
-        DeviceError::ConnectOff => Code::PermissionDenied,
-        DeviceError::AttachFailed { .. } => Code::Unavailable,
-    };
-    // A message may repeat what a caller sent (an unknown serial): escaped and bounded, it is
-    // safe to print, and fits in the response's headers.
-    let message = e.to_string();
-    let message = crate::printable::printable(&message, crate::printable::MAX_MESSAGE_BYTES);
-    Status::new(code, message.into_owned())
 }

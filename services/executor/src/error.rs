@@ -1,6 +1,8 @@
-//! The executor's error type and the one place it becomes a gRPC status.
+//! The executor's error type, the [`ServiceErrorCode`] of each kind, and the one place it becomes
+//! a gRPC status.
 use droidmesh_llm::LlmError;
-use tonic::{Code, Status};
+use droidmesh_runtime::{ServiceError, ServiceErrorCode};
+use tonic::Status;
 
 /// What makes an executor RPC fail as a whole. Failures a caller's planner can act on (a reply
 /// that does not parse, a refused device action) are not errors: they come back as a failed
@@ -41,25 +43,45 @@ pub enum ExecutorError {
     Client(Status),
 }
 
+impl ServiceError for ExecutorError {
+    fn error_code(&self) -> ServiceErrorCode {
+        match self {
+            ExecutorError::InvalidRequest(_) | ExecutorError::DeviceEndpoint { .. } => {
+                ServiceErrorCode::BadRequest
+            }
+            ExecutorError::ModelUnusable { .. } | ExecutorError::SecretMissing(_) => {
+                ServiceErrorCode::Conflict
+            }
+            ExecutorError::ModelCall { .. } => ServiceErrorCode::Unavailable,
+            ExecutorError::Prompt(..) => ServiceErrorCode::Internal,
+            ExecutorError::Client(s) => ServiceErrorCode::from_grpc(s.code()),
+        }
+    }
+
+    /// The caller's own stream failure is passed on as it came (with its metadata).
+    fn to_status(&self) -> Status {
+        match self {
+            ExecutorError::Client(s) => s.clone(),
+            e => Status::new(e.error_code().grpc(), e.public_message()),
+        }
+    }
+}
+
 /// The one place where executor errors become gRPC statuses.
-pub fn to_status(e: ExecutorError) -> Status {
-    let code = match &e {
-        ExecutorError::InvalidRequest(_) | ExecutorError::DeviceEndpoint { .. } => {
-            Code::InvalidArgument
-        }
-        ExecutorError::ModelUnusable { .. } | ExecutorError::SecretMissing(_) => {
-            Code::FailedPrecondition
-        }
-        ExecutorError::ModelCall { .. } => Code::Unavailable,
-        ExecutorError::Prompt(..) => Code::Internal,
-        ExecutorError::Client(s) => return s.clone(),
-    };
-    Status::new(code, e.to_string())
+impl From<ExecutorError> for Status {
+    fn from(e: ExecutorError) -> Self {
+        e.to_status()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tonic::Code;
+
+    fn to_status(e: ExecutorError) -> Status {
+        Status::from(e)
+    }
 
     #[test]
     fn request_errors_are_invalid_and_an_unusable_model_is_a_failed_precondition() {

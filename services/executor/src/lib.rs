@@ -5,7 +5,7 @@
 //! - `ExecuteSubgoal` (reasoning mode): one subgoal, one atomic action written as JSON, or a
 //!   handoff to the scripter or the text manipulator. Failures the manager can act on come back
 //!   as a failed `ActionResult`; bad requests and unusable models are RPC errors
-//!   ([`ExecutorError`], mapped to a status by [`to_status`]).
+//!   ([`ExecutorError`], which names its `ServiceErrorCode`).
 //!
 //! Both read the device the same way ([`observe`]) and run tools through one async dispatcher
 //! keyed by the agent crate's `Tool` enum ([`device_tools`]), which calls the device service
@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use config::ExecutorConfig;
-pub use error::{ExecutorError, to_status};
+pub use error::ExecutorError;
 pub use secrets::{Secrets, SecretsConfig};
 pub use service::Executor;
 

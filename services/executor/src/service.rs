@@ -1,7 +1,7 @@
 //! `droidmesh.v1.ExecutorService`: `RunCodeAct` holds one task's JavaScript session for the
 //! length of the call and streams its events; later input messages steer it. `ExecuteSubgoal`
 //! performs one subgoal under an `invoke_agent executor` span, so its device calls join the
-//! caller's trace. Request errors become statuses in [`crate::error::to_status`] only.
+//! caller's trace. Request errors become statuses through `From<ExecutorError> for Status` only.
 use std::pin::Pin;
 use std::sync::Arc;
 use tracing::Instrument as _;
@@ -22,7 +22,7 @@ use droidmesh_agent::steer::Steer;
 
 use crate::codeact::Run;
 use crate::config::ExecutorConfig;
-use crate::error::{ExecutorError, to_status};
+use crate::error::ExecutorError;
 use crate::subgoal::execute_subgoal;
 
 /// Steering messages waiting for the run to take them.
@@ -57,7 +57,9 @@ impl ExecutorService for Executor {
         &self,
         r: Request<Streaming<CodeActInput>>,
     ) -> Result<Response<EventStream>, Status> {
-        self.start_code_act(r.into_inner()).await.map_err(to_status)
+        self.start_code_act(r.into_inner())
+            .await
+            .map_err(Status::from)
     }
 
     async fn execute_subgoal(
@@ -86,7 +88,7 @@ impl ExecutorService for Executor {
             }
             Ok(_) => {}
         }
-        done.map(Response::new).map_err(to_status)
+        done.map(Response::new).map_err(Status::from)
     }
 
     async fn check_secrets(
@@ -97,7 +99,7 @@ impl ExecutorService for Executor {
         self.secrets
             .for_request(&r.into_inner().secret_ids)
             .map(|_| Response::new(CheckSecretsResponse {}))
-            .map_err(to_status)
+            .map_err(Status::from)
     }
 }
 

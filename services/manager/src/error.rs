@@ -1,5 +1,7 @@
-//! The manager service's error type, and the one place it becomes a gRPC status.
+//! The manager service's error type, the [`ServiceErrorCode`] of each kind, and the one place it
+//! becomes a gRPC status.
 use droidmesh_llm::LlmError;
+use droidmesh_runtime::{ServiceError, ServiceErrorCode};
 use tonic::Status;
 
 /// Everything that makes a manager RPC fail. A model reply that cannot be read is not here:
@@ -67,17 +69,24 @@ impl ManagerError {
     }
 }
 
-/// The status a caller sees for each error.
-pub fn to_status(e: ManagerError) -> Status {
-    let message = e.to_string();
-    match e {
-        ManagerError::InvalidArgument(_) => Status::invalid_argument(message),
-        ManagerError::UnknownDevice { .. } => Status::not_found(message),
-        ManagerError::ModelUnusable { .. } => Status::failed_precondition(message),
-        ManagerError::ModelFailed { .. } | ManagerError::DeviceUnreadable { .. } => {
-            Status::unavailable(message)
+impl ServiceError for ManagerError {
+    fn error_code(&self) -> ServiceErrorCode {
+        match self {
+            ManagerError::InvalidArgument(_) => ServiceErrorCode::BadRequest,
+            ManagerError::UnknownDevice { .. } => ServiceErrorCode::NotFound,
+            ManagerError::ModelUnusable { .. } => ServiceErrorCode::Conflict,
+            ManagerError::ModelFailed { .. } | ManagerError::DeviceUnreadable { .. } => {
+                ServiceErrorCode::Unavailable
+            }
+            ManagerError::Prompt { .. } => ServiceErrorCode::Internal,
         }
-        ManagerError::Prompt { .. } => Status::internal(message),
+    }
+}
+
+/// The one place where manager errors become gRPC statuses.
+impl From<ManagerError> for Status {
+    fn from(e: ManagerError) -> Self {
+        e.to_status()
     }
 }
 
@@ -85,6 +94,10 @@ pub fn to_status(e: ManagerError) -> Status {
 mod tests {
     use super::*;
     use tonic::Code;
+
+    fn to_status(e: ManagerError) -> Status {
+        Status::from(e)
+    }
 
     #[test]
     fn each_error_has_its_code() {

@@ -18,7 +18,7 @@ use droidmesh_llm::LlmClient;
 use droidmesh_proto::v1::manager_service_server::ManagerServiceServer;
 
 pub use config::ManagerConfig;
-pub use error::{ManagerError, to_status};
+pub use error::ManagerError;
 pub use plan::AGENT;
 pub use service::{MAX_TASK_ID_BYTES, Manager};
 pub use structured::{MAX_ATTEMPTS, MAX_FIELD_BYTES};

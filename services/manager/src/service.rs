@@ -1,5 +1,5 @@
 //! `droidmesh.v1.ManagerService`: each RPC's work lives in its own module; errors become
-//! statuses in [`to_status`] only.
+//! statuses through `From<ManagerError> for Status` only.
 use std::sync::Arc;
 
 use droidmesh_agent::prompts::PromptSet;
@@ -12,14 +12,14 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
 
 use crate::device::Devices;
-use crate::error::{ManagerError, to_status};
+use crate::error::ManagerError;
 
 /// Longest task id accepted, in bytes (it names the task in spans and logs).
 pub const MAX_TASK_ID_BYTES: usize = 256;
 
 fn check_task_id(task_id: &str) -> Result<(), Status> {
     if task_id.len() > MAX_TASK_ID_BYTES {
-        return Err(to_status(ManagerError::InvalidArgument(format!(
+        return Err(Status::from(ManagerError::InvalidArgument(format!(
             "task_id is {} bytes; at most {MAX_TASK_ID_BYTES} are accepted",
             task_id.len()
         ))));
@@ -60,7 +60,7 @@ impl ManagerService for Manager {
         if planned.is_err() {
             span.record("error.type", "plan_failed");
         }
-        planned.map(Response::new).map_err(to_status)
+        planned.map(Response::new).map_err(Status::from)
     }
 
     async fn structure_output(
@@ -73,6 +73,6 @@ impl ManagerService for Manager {
         crate::structured::structure_output(&self.llm, &self.prompts, r)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(Status::from)
     }
 }

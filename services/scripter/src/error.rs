@@ -3,7 +3,8 @@
 //! Failures inside a run (the model, a script, an HTTP request) are not errors of the RPC: they
 //! end the run with `AgentFinished { success: false }` and say why. These are the failures that
 //! keep a run from starting.
-use tonic::{Code, Status};
+use droidmesh_runtime::{ServiceError, ServiceErrorCode};
+use tonic::Status;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScripterError {
@@ -24,14 +25,21 @@ pub enum ScripterError {
     Prompt(String),
 }
 
-/// The one mapping of scripter errors to gRPC statuses.
-pub fn to_status(e: ScripterError) -> Status {
-    let code = match &e {
-        ScripterError::InvalidRequest(_) => Code::InvalidArgument,
-        ScripterError::Busy { .. } => Code::ResourceExhausted,
-        ScripterError::Workspace(_) | ScripterError::Sandbox(_) | ScripterError::Prompt(_) => {
-            Code::Internal
+impl ServiceError for ScripterError {
+    fn error_code(&self) -> ServiceErrorCode {
+        match self {
+            ScripterError::InvalidRequest(_) => ServiceErrorCode::BadRequest,
+            ScripterError::Busy { .. } => ServiceErrorCode::TooManyRequests,
+            ScripterError::Workspace(_) | ScripterError::Sandbox(_) | ScripterError::Prompt(_) => {
+                ServiceErrorCode::Internal
+            }
         }
-    };
-    Status::new(code, e.to_string())
+    }
+}
+
+/// The one place where scripter errors become gRPC statuses.
+impl From<ScripterError> for Status {
+    fn from(e: ScripterError) -> Self {
+        e.to_status()
+    }
 }

@@ -18,7 +18,7 @@ pub mod workspace;
 use std::sync::Arc;
 
 pub use config::{HttpConfig, ScripterConfig};
-pub use error::{ScripterError, to_status};
+pub use error::ScripterError;
 pub use service::Scripter;
 
 use droidmesh_agent::prompts::PromptSet;

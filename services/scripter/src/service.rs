@@ -16,7 +16,7 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
 
 use crate::config::{MAX_STEPS_CEILING, ScripterConfig};
-use crate::error::{ScripterError, to_status};
+use crate::error::ScripterError;
 use crate::functions::{self, PRELUDE, RunCtx, host_functions};
 use crate::http::{Budget, Http};
 use crate::run::{AGENT, Run, excerpt};
@@ -64,7 +64,7 @@ impl ScripterService for Scripter {
             .filter(|v| !v.is_empty());
         let req = r.into_inner();
         droidmesh_runtime::trace_context::tag_call(&req.task_id, "", None);
-        let stream = self.start(req, moved).await.map_err(to_status)?;
+        let stream = self.start(req, moved).await.map_err(Status::from)?;
         Ok(Response::new(stream))
     }
 }

@@ -1,8 +1,10 @@
-//! The text manipulator's error type and the one place it becomes a `tonic::Status`.
+//! The text manipulator's error type, the [`ServiceErrorCode`] of each kind, and the one place
+//! it becomes a `tonic::Status`.
 //!
 //! Only requests that cannot be served at all are errors. What goes wrong with the edit itself
 //! (no field focused, a program that keeps failing, typing that did not take) is a failed
 //! `ActionResult` in a successful response, for the manager to act on.
+use droidmesh_runtime::{ServiceError, ServiceErrorCode};
 use tonic::Status;
 
 #[derive(Debug, thiserror::Error)]
@@ -70,29 +72,30 @@ pub enum TextManipulatorError {
     Sandbox(#[from] droidmesh_sandbox::SandboxError),
 }
 
-/// The status a caller gets for each error.
-pub fn to_status(e: &TextManipulatorError) -> Status {
-    use TextManipulatorError as E;
-    let message = e.to_string();
-    match e {
-        E::EmptySubgoal
-        | E::ApplyWithoutLease
-        | E::NoDevice
-        | E::TooManyRetries { .. }
-        | E::OriginalTooLong { .. }
-        | E::TooLong { .. }
-        | E::BadOverride(_)
-        | E::BadEndpoint { .. } => Status::invalid_argument(message),
-        E::UnknownDevice { .. } => Status::not_found(message),
-        E::Model { .. } => Status::failed_precondition(message),
-        E::DeviceUnreadable { .. } => Status::unavailable(message),
-        E::Prompt(_) | E::Sandbox(_) => Status::internal(message),
+impl ServiceError for TextManipulatorError {
+    fn error_code(&self) -> ServiceErrorCode {
+        use TextManipulatorError as E;
+        match self {
+            E::EmptySubgoal
+            | E::ApplyWithoutLease
+            | E::NoDevice
+            | E::TooManyRetries { .. }
+            | E::OriginalTooLong { .. }
+            | E::TooLong { .. }
+            | E::BadOverride(_)
+            | E::BadEndpoint { .. } => ServiceErrorCode::BadRequest,
+            E::UnknownDevice { .. } => ServiceErrorCode::NotFound,
+            E::Model { .. } => ServiceErrorCode::Conflict,
+            E::DeviceUnreadable { .. } => ServiceErrorCode::Unavailable,
+            E::Prompt(_) | E::Sandbox(_) => ServiceErrorCode::Internal,
+        }
     }
 }
 
+/// The one place where text manipulator errors become gRPC statuses.
 impl From<TextManipulatorError> for Status {
     fn from(e: TextManipulatorError) -> Self {
-        to_status(&e)
+        e.to_status()
     }
 }
 
@@ -100,6 +103,10 @@ impl From<TextManipulatorError> for Status {
 mod tests {
     use super::*;
     use tonic::Code;
+
+    fn to_status(e: &TextManipulatorError) -> Status {
+        e.to_status()
+    }
 
     #[test]
     fn each_error_gets_the_code_a_caller_can_act_on() {

@@ -8,7 +8,7 @@
 //! With `apply`, the text is typed into the field under the task's lease (cleared first) and
 //! read back.
 //!
-//! What cannot be served is an RPC error (see [`error::to_status`]); an edit that did not
+//! What cannot be served is an RPC error (its `ServiceErrorCode` in [`error`]); an edit that did not
 //! happen is a failed `ActionResult` in the response.
 mod attempts;
 pub mod config;
