@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::error::GatewayError;
 use serde::Deserialize;
 use sha2::Digest as _;
-use tonic::Status;
 
 /// How often, at most, the keys file is looked at for a change.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -186,7 +186,7 @@ impl Keys {
     }
 
     /// The caller of a request, from its `authorization` metadata.
-    pub fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, Status> {
+    pub fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, GatewayError> {
         let Some(path) = &self.path else {
             return Ok(Caller::open());
         };
@@ -197,9 +197,10 @@ impl Keys {
             reload(path, &mut loaded);
         }
         let Some(entry) = loaded.by_hash.get(&hash) else {
-            return Err(Status::unauthenticated(
+            return Err(GatewayError::Unauthenticated(
                 "the API key is not known to this gateway (revoked, or never added to its keys file); \
-                 send `authorization: Bearer <key>` with a key made by `droidmesh keys new`",
+                 send `authorization: Bearer <key>` with a key made by `droidmesh keys new`"
+                    .into(),
             ));
         };
         if let Some(at) = entry.expires_unix {
@@ -207,7 +208,7 @@ impl Keys {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
             if now >= at {
-                return Err(Status::unauthenticated(format!(
+                return Err(GatewayError::Unauthenticated(format!(
                     "the API key expired (expires_unix {at}); send `authorization: Bearer <key>` \
                      with a current key"
                 )));
@@ -222,16 +223,17 @@ impl Keys {
 }
 
 /// The key of an `authorization: Bearer <key>` header; never shown in an error.
-fn bearer(metadata: &tonic::metadata::MetadataMap) -> Result<&str, Status> {
+fn bearer(metadata: &tonic::metadata::MetadataMap) -> Result<&str, GatewayError> {
     let Some(value) = metadata.get("authorization") else {
-        return Err(Status::unauthenticated(
+        return Err(GatewayError::Unauthenticated(
             "no API key: send the header `authorization: Bearer <key>` (make a key with \
-             `droidmesh keys new --tenant NAME`)",
+             `droidmesh keys new --tenant NAME`)"
+                .into(),
         ));
     };
     let malformed = || {
-        Status::unauthenticated(
-            "the authorization header is malformed: send `authorization: Bearer <key>`",
+        GatewayError::Unauthenticated(
+            "the authorization header is malformed: send `authorization: Bearer <key>`".into(),
         )
     };
     let value = value.to_str().map_err(|_| malformed())?;
@@ -409,7 +411,7 @@ mod tests {
         md.insert("authorization", "Bearer  sekrit ".parse().unwrap());
         assert_eq!(bearer(&md).unwrap(), "sekrit");
         md.insert("authorization", "Basic sekrit".parse().unwrap());
-        let e = bearer(&md).unwrap_err();
+        let e = tonic::Status::from(bearer(&md).unwrap_err());
         assert_eq!(e.code(), tonic::Code::Unauthenticated);
         assert!(!e.message().contains("sekrit"), "{}", e.message());
         md.insert("authorization", "sekrit".parse().unwrap());

@@ -1,5 +1,6 @@
-//! The gateway's errors: what a client did wrong or what a peer service answered, mapped to a
-//! `tonic::Status` in one place ([`GatewayError::into_status`]).
+//! The gateway's errors: what a client did wrong or what a peer service answered, each with its
+//! [`ServiceErrorCode`], and the one place they become a `tonic::Status`.
+use droidmesh_runtime::{ServiceError, ServiceErrorCode};
 use tonic::{Code, Status};
 
 /// A failed call to another droidmesh service, classified by its status code.
@@ -142,6 +143,10 @@ pub enum GatewayError {
     /// A peer failed while serving a pass-through call (ListDevices).
     #[error(transparent)]
     Peer(PeerError),
+    /// The caller sent no key, a malformed one, or one this gateway does not know; the message
+    /// says what to send and never repeats the key.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// The caller's key may not do this (a device outside its devices); the message names it.
     #[error("{0}")]
     PermissionDenied(String),
@@ -165,37 +170,50 @@ impl GatewayError {
     pub fn from_lease(endpoint: &str, status: &Status) -> Self {
         Self::Lease(PeerError::call("device", endpoint, status))
     }
+}
 
-    /// The status a client receives.
-    pub fn into_status(self) -> Status {
-        let message = self.to_string();
-        let code = match &self {
-            GatewayError::InvalidRequest(_) => Code::InvalidArgument,
-            GatewayError::Unsupported(_) => Code::Unimplemented,
-            GatewayError::TaskNotFound { .. } => Code::NotFound,
-            GatewayError::DeviceBusy(_) => Code::FailedPrecondition,
-            // The device service's own code (NOT_FOUND for an unknown serial, UNAVAILABLE ...).
-            GatewayError::Lease(p) | GatewayError::Peer(p) => p.code,
-            GatewayError::Full(_) => Code::ResourceExhausted,
-            GatewayError::PermissionDenied(_) => Code::PermissionDenied,
-            GatewayError::OverLimit(over) => {
-                let mut status = Status::resource_exhausted(message);
-                if let Ok(v) = over.retry_after_secs.to_string().parse() {
-                    status.metadata_mut().insert("retry-after", v);
-                }
-                return status;
-            }
-            GatewayError::OutOfRange(_) => Code::OutOfRange,
-            GatewayError::Store(crate::persist::StoreError::Corrupt { .. }) => Code::DataLoss,
-            GatewayError::Store(_) => Code::Unavailable,
-        };
-        Status::new(code, message)
+impl ServiceError for PeerError {
+    /// The service's own code (NOT_FOUND for an unknown serial, UNAVAILABLE ...), passed on.
+    fn error_code(&self) -> ServiceErrorCode {
+        ServiceErrorCode::from_grpc(self.code)
     }
 }
 
+impl ServiceError for GatewayError {
+    fn error_code(&self) -> ServiceErrorCode {
+        match self {
+            GatewayError::InvalidRequest(_) => ServiceErrorCode::BadRequest,
+            GatewayError::Unsupported(_) => ServiceErrorCode::Unsupported,
+            GatewayError::TaskNotFound { .. } => ServiceErrorCode::NotFound,
+            GatewayError::DeviceBusy(_) => ServiceErrorCode::Conflict,
+            GatewayError::Lease(p) | GatewayError::Peer(p) => p.error_code(),
+            GatewayError::Full(_) | GatewayError::OverLimit(_) => ServiceErrorCode::TooManyRequests,
+            GatewayError::Unauthenticated(_) => ServiceErrorCode::Unauthenticated,
+            GatewayError::PermissionDenied(_) => ServiceErrorCode::Forbidden,
+            GatewayError::OutOfRange(_) => ServiceErrorCode::OutOfRange,
+            GatewayError::Store(crate::persist::StoreError::Corrupt { .. }) => {
+                ServiceErrorCode::DataLoss
+            }
+            GatewayError::Store(_) => ServiceErrorCode::Unavailable,
+        }
+    }
+
+    /// A tenant over its limits is also told when to try again (`retry-after`, seconds).
+    fn to_status(&self) -> Status {
+        let mut status = Status::new(self.error_code().grpc(), self.public_message());
+        if let GatewayError::OverLimit(over) = self
+            && let Ok(v) = over.retry_after_secs.to_string().parse()
+        {
+            status.metadata_mut().insert("retry-after", v);
+        }
+        status
+    }
+}
+
+/// The one place where gateway errors become the status a client receives.
 impl From<GatewayError> for Status {
     fn from(e: GatewayError) -> Self {
-        e.into_status()
+        e.to_status()
     }
 }
 
@@ -213,7 +231,7 @@ mod tests {
         assert!(!e.is_unreachable());
 
         let busy = GatewayError::DeviceBusy("device d1 is busy".into());
-        let s = busy.into_status();
+        let s = busy.to_status();
         assert_eq!(s.code(), Code::FailedPrecondition);
         assert_eq!(
             s.message(),
@@ -221,7 +239,7 @@ mod tests {
         );
         let unknown =
             GatewayError::from_lease("http://d", &Status::not_found("device x is not known"));
-        let s = unknown.into_status();
+        let s = unknown.to_status();
         assert_eq!(s.code(), Code::NotFound);
         assert_eq!(s.message(), "cannot lease a device: device x is not known");
     }

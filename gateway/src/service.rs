@@ -112,7 +112,7 @@ impl GatewayService {
 
     /// The caller of a request: its key checked, or the open tenant without keys.
     fn caller<T>(&self, r: &Request<T>) -> Result<Caller, Status> {
-        self.keys.caller(r.metadata())
+        self.keys.caller(r.metadata()).map_err(Status::from)
     }
 
     /// Waits (bounded) until the tasks of a stopped gateway are recovered.

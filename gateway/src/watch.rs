@@ -87,7 +87,7 @@ pub async fn watch_stored(
                     Vec::new()
                 }
                 Err(e) => {
-                    let _ = tx.send(Err(GatewayError::from(e).into_status())).await;
+                    let _ = tx.send(Err(GatewayError::from(e).into())).await;
                     return;
                 }
             };
@@ -227,7 +227,7 @@ pub fn watch(
                 Ok(at) => at,
                 Err(e) => {
                     let e = gave_up(&entry, e, next, cancel_on_drop);
-                    let _ = tx.send(Err(e.into_status())).await;
+                    let _ = tx.send(Err(e.into())).await;
                     return;
                 }
             };

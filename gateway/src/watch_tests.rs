@@ -112,7 +112,7 @@ async fn a_watcher_ends_unavailable_naming_the_store_once_it_is_full() {
     // A watcher that comes now is refused at once (HTTP answers 503), not left waiting.
     let refused = match watch(entry.clone(), 1, false) {
         Ok(_) => panic!("a watcher was taken while the store cannot keep the task's events"),
-        Err(e) => e.into_status(),
+        Err(e) => tonic::Status::from(e),
     };
     assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
     assert!(refused.message().contains("full"), "{refused:?}");
@@ -164,7 +164,7 @@ async fn a_watcher_of_a_stored_task_ends_at_once_when_the_store_lost_its_events(
     let started = std::time::Instant::now();
     let status = match watch_stored(backend, task, 1).await {
         Ok(mut stream) => end_of(&mut stream).await,
-        Err(e) => e.into_status(),
+        Err(e) => tonic::Status::from(e),
     };
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
     assert!(
