@@ -50,6 +50,8 @@ pub struct Device {
     /// Whether the companion accessibility service (`com.mobilerun.portal`) is installed and
     /// answers `content query`.
     pub portal: bool,
+    /// Whether ADBKeyBoard (`com.android.adbkeyboard`) is installed ([`crate::keyboards`]).
+    pub adb_keyboard: bool,
     /// The screen change in progress, if any (only in real time).
     pub transition: Option<Transition>,
     /// Setting changes that land later (switches with a delay), oldest first, at most
@@ -198,6 +200,7 @@ impl Device {
             realtime: false,
             dump_cost: Duration::ZERO,
             portal: false,
+            adb_keyboard: false,
             transition: None,
             pending: VecDeque::new(),
         }
@@ -546,7 +549,7 @@ impl Device {
     }
 
     /// The focused field, if it is on the screen in front.
-    fn focused_field(&self) -> Option<String> {
+    pub(crate) fn focused_field(&self) -> Option<String> {
         let key = self.focus.clone()?;
         let view = self.view();
         view.nodes

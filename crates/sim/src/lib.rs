@@ -7,6 +7,7 @@ pub mod apps;
 mod conn;
 pub mod device;
 pub mod fs;
+pub mod keyboards;
 mod layout;
 pub mod procs;
 pub mod render;
@@ -66,8 +67,12 @@ pub struct SimOptions {
     /// nothing.
     pub dump_cost: Option<std::time::Duration>,
     /// The phone has the companion accessibility service (`com.mobilerun.portal`), which
-    /// answers the UI tree through its content provider at once.
+    /// answers the UI tree through its content provider at once and types any text through
+    /// its keyboard ([`keyboards`]).
     pub portal: bool,
+    /// The phone has ADBKeyBoard (`com.android.adbkeyboard`), which types any text sent to it
+    /// by broadcast while it is the selected keyboard.
+    pub adb_keyboard: bool,
 }
 
 /// What `uiautomator dump` costs on a phone (it waits for the UI to idle and writes a file).
@@ -83,6 +88,7 @@ impl Default for SimOptions {
             realtime: false,
             dump_cost: None,
             portal: false,
+            adb_keyboard: false,
         }
     }
 }
@@ -238,7 +244,8 @@ pub async fn start(opts: SimOptions) -> Result<SimFleet, SimError> {
         let serial = format!("droidmesh-sim-{}", addr.port());
         let mut device = Device::new(apps.clone(), &serial);
         device.realtime = opts.realtime;
-        device.portal = opts.portal;
+        device.set_portal(opts.portal);
+        device.set_adb_keyboard(opts.adb_keyboard);
         device.dump_cost = opts.dump_cost.unwrap_or(if opts.realtime {
             PHONE_DUMP_COST
         } else {

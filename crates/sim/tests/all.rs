@@ -13,3 +13,4 @@ mod tools;
 mod tools_flows;
 mod tools_table;
 mod transport;
+mod unicode;

@@ -47,10 +47,15 @@ pub struct SimArgs {
     /// What one `uiautomator dump` costs, in ms (default: 1000 with --realtime, else 0).
     #[arg(long)]
     dump_ms: Option<u64>,
-    /// Give the phones the companion accessibility service (`com.mobilerun.portal`),
-    /// which answers the UI tree through `content query` at once.
+    /// Give the phones the companion app (`com.mobilerun.portal`): its accessibility
+    /// service answers the UI tree through `content query` at once, and its keyboard types
+    /// any text (`content insert --uri content://com.mobilerun.portal/keyboard/input`).
     #[arg(long)]
     portal: bool,
+    /// Give the phones ADBKeyBoard (`com.android.adbkeyboard/.AdbIME`), which types any text
+    /// sent by `am broadcast -a ADB_INPUT_B64` while it is the selected keyboard.
+    #[arg(long)]
+    adb_keyboard: bool,
     /// A TOML app set to use instead of the built-in one (the format of
     /// `crates/sim/apps/default.toml`).
     #[arg(long, value_name = "FILE")]
@@ -66,6 +71,7 @@ pub async fn sim(args: SimArgs) -> Result<()> {
         realtime: args.realtime,
         dump_cost: args.dump_ms.map(std::time::Duration::from_millis),
         portal: args.portal,
+        adb_keyboard: args.adb_keyboard,
         apps_file: args.apps,
     };
     droidmesh_sim::run_until_signal(opts)

@@ -158,7 +158,7 @@ const PROTECTED: &[&str] = &[
     "android.intent.action.ACTION_SHUTDOWN",
 ];
 
-fn broadcast(args: &[String]) -> Output {
+fn broadcast(dev: &mut Device, args: &[String]) -> Output {
     let mut intent = match Intent::parse(args) {
         Ok(i) => i,
         Err(e) => {
@@ -181,10 +181,13 @@ fn broadcast(args: &[String]) -> Output {
             .into_bytes();
             out.code = 255;
         }
-        // No app of the simulated phone registers a receiver: nobody answers.
-        _ => out
-            .stdout
-            .extend_from_slice(b"Broadcast completed: result=0\n"),
+        // Only ADBKeyBoard registers a receiver (while it is the selected keyboard); it sets
+        // no result.
+        _ => {
+            super::keyboard::adb_keyboard_receive(dev, &intent);
+            out.stdout
+                .extend_from_slice(b"Broadcast completed: result=0\n");
+        }
     }
     out
 }
@@ -223,7 +226,7 @@ pub(super) fn am(dev: &mut Device, args: &[String]) -> Output {
     };
     match sub.as_str() {
         "start" | "start-activity" => am_start(dev, rest),
-        "broadcast" => broadcast(rest),
+        "broadcast" => broadcast(dev, rest),
         "instrument" => instrument(rest),
         "force-stop" | "stop-app" => {
             if let Some(app) = package() {

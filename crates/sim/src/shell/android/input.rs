@@ -1,5 +1,7 @@
 //! `input`: taps, swipes (held for their duration), text and key events, with the usage
-//! text and errors of Android 14's `input`.
+//! text and errors of Android 14's `input`. `input text` types only what the virtual keyboard's
+//! character map produces (printable ASCII, a line break, a tab): any other character makes the
+//! whole command fail as on a phone, typing nothing.
 use super::int;
 use crate::device::Device;
 use crate::shell::Output;
@@ -40,9 +42,10 @@ pub(super) fn input(dev: &mut Device, args: &[String]) -> (Output, u64) {
                 _ => bad("swipe needs numeric coordinates and duration"),
             }
         }
-        ["text", text] => {
-            dev.type_text(&text.replace("%s", " "));
-            Output::default()
+        // Android 14 types the first argument and ignores the rest.
+        ["text", text, ..] => text_command(dev, text),
+        ["text"] => {
+            exception("java.lang.IllegalArgumentException: Argument expected after \"text\"")
         }
         ["keyevent", codes @ ..] if !codes.is_empty() => {
             for code in codes.iter().filter(|c| !c.starts_with("--")) {
@@ -125,4 +128,63 @@ pub(super) fn keycode(code: &str) -> Option<u32> {
         _ => return None,
     };
     Some(named)
+}
+
+/// How a failed `cmd input` ends: the exception on stderr after a blank line, status 255.
+fn exception(what: &str) -> Output {
+    Output::fail(
+        255,
+        format!(
+            "\nException occurred while executing 'text':\n{what}\n\tat com.android.server.input.InputShellCommand.sendText(InputShellCommand.java:319)\n\tat com.android.server.input.InputShellCommand.runText(InputShellCommand.java:291)\n\tat com.android.server.input.InputShellCommand.onCommand(InputShellCommand.java:232)\n\tat com.android.modules.utils.BasicShellCommandHandler.exec(BasicShellCommandHandler.java:97)\n\tat android.os.ShellCommand.exec(ShellCommand.java:38)\n\tat com.android.server.input.InputManagerService.onShellCommand(InputManagerService.java:3297)\n\tat android.os.Binder.shellCommand(Binder.java:1068)\n\tat android.os.Binder.onTransact(Binder.java:888)"
+        ),
+    )
+}
+
+/// `input text TEXT`: `%s` is a space (a `%` before an `s` is taken with it, so a literal
+/// `%s` cannot be written); then every character must have a key on the virtual keyboard, or
+/// nothing is typed and the command fails with the phone's exception.
+fn text_command(dev: &mut Device, text: &str) -> Output {
+    let text = percent_s(text);
+    if !text.chars().all(has_key) {
+        return exception("java.lang.NullPointerException: Attempt to get length of null array");
+    }
+    dev.type_text(&text);
+    Output::default()
+}
+
+/// `%s` read as a space, as `input` reads it: a `%` arms the escape, and an `s` right after
+/// an armed `%` replaces both with a space.
+pub(super) fn percent_s(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut armed = false;
+    for c in text.chars() {
+        if armed && c == 's' {
+            out.pop();
+            out.push(' ');
+            armed = false;
+            continue;
+        }
+        armed = c == '%';
+        out.push(c);
+    }
+    out
+}
+
+/// Whether the virtual keyboard's character map has a key for `c`.
+fn has_key(c: char) -> bool {
+    c == ' ' || c == '\n' || c == '\t' || c.is_ascii_graphic()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_s;
+
+    #[test]
+    fn percent_s_is_a_space_however_it_is_written() {
+        assert_eq!(percent_s("a%sb"), "a b");
+        assert_eq!(percent_s("100%%s"), "100% ");
+        assert_eq!(percent_s("50% off%"), "50% off%");
+        assert_eq!(percent_s("%s%s"), "  ");
+        assert_eq!(percent_s("%ss"), " s");
+    }
 }

@@ -12,6 +12,8 @@ pub struct Intent {
     pub package: Option<String>,
     pub component: Option<String>,
     pub extras: bool,
+    /// The extras as given: (option, key, value), e.g. `("--es", "msg", "aGk=")`.
+    pub extra: Vec<(String, String, String)>,
     /// `-W`: wait for the launch and report it.
     pub wait: bool,
     /// `-S`: force-stop the app first.
@@ -42,6 +44,15 @@ const OPTIONS_1: &[&str] = &[
 ];
 
 impl Intent {
+    /// The value of extra `key`, if given.
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extra
+            .iter()
+            .rev()
+            .find(|(_, k, _)| k == key)
+            .map(|(_, _, v)| v.as_str())
+    }
+
     /// Reads `am`'s intent arguments; an error names what was wrong.
     pub fn parse(args: &[String]) -> Result<Self, String> {
         let mut i = Self::default();
@@ -70,8 +81,9 @@ impl Intent {
                 "-W" => i.wait = true,
                 "-S" => i.stop_first = true,
                 o if EXTRAS_2.contains(&o) => {
-                    need(&mut it, a)?;
-                    need(&mut it, a)?;
+                    let key = need(&mut it, a)?;
+                    let value = need(&mut it, a)?;
+                    i.extra.push((o.to_owned(), key, value));
                     i.extras = true;
                 }
                 o if OPTIONS_1.contains(&o) => {

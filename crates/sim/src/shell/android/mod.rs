@@ -9,6 +9,7 @@ mod am;
 mod dumpsys;
 mod input;
 mod intent;
+mod keyboard;
 mod logcat;
 mod package;
 mod pm;

@@ -20,12 +20,35 @@ pub(super) fn query(dev: &Device, path: &str) -> String {
         "ping" => json!({"status": "success", "result": "pong"}),
         "version" => json!({"status": "success", "result": VERSION}),
         "state_full" => json!({"status": "success", "result": state_full(dev)}),
+        "packages" => json!({"status": "success", "result": packages(dev)}),
         "phone_state" => {
             json!({"status": "success", "result": phone_state(dev, &dev.view()).to_string()})
         }
         _ => json!({"status": "error", "error": format!("Unknown endpoint: {path}")}),
     };
     format!("Row: 0 result={envelope}\n")
+}
+
+/// `packages`: the apps the launcher shows, as the companion lists them.
+fn packages(dev: &Device) -> Value {
+    let apps: Vec<Value> = dev
+        .apps
+        .apps
+        .iter()
+        .filter(|a| a.launcher)
+        .map(|a| {
+            let user = a.package.starts_with("com.droidmesh.");
+            let (code, name) = if user { (1, "1.0") } else { (34, "14") };
+            json!({
+                "packageName": a.package,
+                "label": a.label,
+                "versionName": name,
+                "versionCode": code,
+                "isSystemApp": !user,
+            })
+        })
+        .collect();
+    Value::Array(apps)
 }
 
 /// `state_full`: the accessibility tree (one root node), the phone's state and the display.

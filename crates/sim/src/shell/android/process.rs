@@ -1,6 +1,6 @@
 //! Processes and the network as the shell sees them: `ps`, `pidof`, `run-as` (no app is
 //! debuggable), `app_process` (the simulated phone runs no Java code, so every class is missing),
-//! `content` (no app provides content), `ip` and `ifconfig` (wlan0 is up while Wi-Fi is on).
+//! `content` (only the companion app provides content), `ip` and `ifconfig` (wlan0 is up while Wi-Fi is on).
 use std::fmt::Write;
 
 use super::package::installed;
@@ -132,10 +132,10 @@ pub(super) fn app_process(dev: &mut Device, args: &[String], env: &[(String, Str
 }
 
 /// `content query|insert|update|delete|call --uri content://AUTHORITY/...`: the companion
-/// service answers queries of its own authority when the phone has it (`Device::portal`);
-/// every other provider is missing. The error goes to stderr and `content` exits 0, as on a
+/// answers queries of its own authority and takes text for its keyboard when the phone has it
+/// (`Device::portal`); every other provider is missing. The error goes to stderr and `content` exits 0, as on a
 /// phone.
-pub(super) fn content(dev: &Device, args: &[String]) -> Output {
+pub(super) fn content(dev: &mut Device, args: &[String]) -> Output {
     let uri = args
         .iter()
         .position(|a| a == "--uri")
@@ -152,15 +152,19 @@ pub(super) fn content(dev: &Device, args: &[String]) -> Output {
         .split('/')
         .next()
         .unwrap_or("");
-    if dev.portal
-        && authority == super::portal::PACKAGE
-        && args.first().is_some_and(|a| a == "query")
-    {
+    if dev.portal && authority == super::portal::PACKAGE {
         let path = uri
             .strip_prefix("content://")
             .and_then(|u| u.split_once('/'))
             .map_or("", |(_, p)| p);
-        return Output::ok(super::portal::query(dev, path));
+        return match args.first().map(String::as_str) {
+            Some("query") => Output::ok(super::portal::query(dev, path)),
+            Some("insert") => {
+                super::keyboard::portal_insert(dev, path, args);
+                Output::default()
+            }
+            _ => Output::default(),
+        };
     }
     Output::fail(
         0,

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::apps::split_setting;
 use crate::device::Device;
+use crate::keyboards::LATIN_IME as LATIN;
 use crate::shell::Output;
 
 /// Most settings a phone keeps (`settings put` of a new key beyond it is refused).
@@ -61,9 +62,6 @@ pub(super) fn settings(dev: &mut Device, args: &[String]) -> Output {
     result.unwrap_or_else(|e| e)
 }
 
-/// The one keyboard installed.
-const LATIN: &str = "com.android.inputmethod.latin/.LatinIME";
-
 /// Enabled keyboards: `secure:enabled_input_methods`, colon separated.
 fn enabled_imes(dev: &Device) -> Vec<String> {
     dev.settings
@@ -77,33 +75,61 @@ fn enabled_imes(dev: &Device) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// One input method as `ime list` (without `-s`) describes it.
+fn ime_entry(id: &str) -> String {
+    let (package, class) = id.split_once('/').unwrap_or((id, ""));
+    let class = match class.strip_prefix('.') {
+        Some(rest) => format!("{package}.{rest}"),
+        None => class.to_owned(),
+    };
+    let settings = if id == LATIN {
+        " mSettingsActivityName=com.android.inputmethod.latin.settings.SettingsActivity"
+    } else {
+        ""
+    };
+    format!(
+        "{id}:\n  mId={id}{settings}\n  mIsDefaultResId=0x7f050003\n  Service:\n    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n    ServiceInfo:\n      name={class}\n      packageName={package}\n      enabled=true exported=true directBootAware={}\n      permission=android.permission.BIND_INPUT_METHOD\n",
+        id == LATIN
+    )
+}
+
 /// `ime list [-a] [-s]`, `ime enable|disable|set ID`, `ime reset`: the settings
-/// `default_input_method` and `enabled_input_methods` follow.
+/// `default_input_method` and `enabled_input_methods` follow. The phone's own keyboard and
+/// the keyboard apps installed ([`crate::keyboards`]) are known.
 pub(super) fn ime(dev: &mut Device, args: &[String]) -> Output {
     let id = args
         .iter()
         .skip(1)
         .find(|a| !a.starts_with('-'))
         .map(String::as_str);
-    let known = id == Some(LATIN);
+    let installed = dev.installed_imes();
+    let known = id.is_some_and(|id| installed.contains(&id));
     let mut enabled = enabled_imes(dev);
     let set_enabled = |dev: &mut Device, list: &[String]| {
         dev.settings
             .insert("secure:enabled_input_methods".into(), list.join(":"));
     };
+    let flags: String = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.strip_prefix('-'))
+        .collect();
     match (args.first().map(String::as_str), id) {
         (Some("list"), _) => {
-            let all = args.iter().any(|a| a.contains('a'));
-            let shown = all || enabled.iter().any(|e| e == LATIN);
-            if !shown {
-                return Output::default();
+            let all = flags.contains('a');
+            let shown = installed
+                .iter()
+                .filter(|i| all || enabled.iter().any(|e| e == *i));
+            let mut out = String::new();
+            for i in shown {
+                if flags.contains('s') {
+                    out.push_str(i);
+                    out.push('\n');
+                } else {
+                    out.push_str(&ime_entry(i));
+                }
             }
-            if args.iter().any(|a| a.starts_with('-') && a.contains('s')) {
-                return Output::ok(format!("{LATIN}\n"));
-            }
-            Output::ok(format!(
-                "{LATIN}:\n  mId={LATIN} mSettingsActivityName=com.android.inputmethod.latin.settings.SettingsActivity\n  mIsDefaultResId=0x7f050003\n  Service:\n    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false\n    ServiceInfo:\n      name=com.android.inputmethod.latin.LatinIME\n      packageName=com.android.inputmethod.latin\n      enabled=true exported=true directBootAware=true\n      permission=android.permission.BIND_INPUT_METHOD\n"
-            ))
+            Output::ok(out)
         }
         (Some("enable"), Some(id)) if known => {
             let state = if enabled.iter().any(|e| e == id) {
