@@ -1,0 +1,180 @@
+//! The built-in suite against a simulated phone: every template loads, its setup runs, and its
+//! check reads the phone back: it fails on the state a task starts from (unless the task starts
+//! satisfied) and passes once the phone holds what the goal asks. Task files with mistakes are
+//! refused naming the file and the field.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use droidmesh_eval::{Check, Phone, ShellOutput, builtin, select, set_up};
+use droidmesh_sim::{SimDevice, SimOptions};
+
+struct Sim(SimDevice);
+
+impl Phone for Sim {
+    async fn shell(&self, command: &str) -> Result<ShellOutput, String> {
+        let out = self.0.shell(command);
+        let mut stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        stdout.push_str(&String::from_utf8_lossy(&out.stderr));
+        Ok(ShellOutput {
+            stdout,
+            exit_code: out.code,
+        })
+    }
+}
+
+/// Puts the phone in the state a setting check wants, through the shell.
+async fn satisfy(phone: &Sim, check: &Check) {
+    match check {
+        Check::Setting { name, equals } => {
+            let (ns, key) = name.split_once(':').unwrap();
+            let out = phone
+                .shell(&format!("settings put {ns} {key} {equals}"))
+                .await
+                .unwrap();
+            assert_eq!(out.exit_code, 0, "{}", out.stdout);
+        }
+        Check::All(checks) => {
+            for c in checks {
+                Box::pin(satisfy(phone, c)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_check_fails_where_its_task_starts_and_passes_once_the_goal_holds() {
+    let fleet = droidmesh_sim::start(SimOptions {
+        base_port: 0,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let phone = Sim(fleet.devices()[0].clone());
+    let families = builtin().unwrap();
+    let instances = select(&families, &[], 2).unwrap();
+    assert!(instances.len() >= 16, "{}", instances.len());
+    for inst in &instances {
+        set_up(&phone, inst).await.unwrap();
+        let start = inst.check.run(&phone).await.unwrap();
+        assert_eq!(
+            start.success, inst.satisfied_at_start,
+            "{}: at the start the check found {}",
+            inst.id, start.detail
+        );
+        if !inst.satisfied_at_start {
+            assert!(start.score < 1.0, "{}: {}", inst.id, start.detail);
+        }
+        satisfy(&phone, &inst.check).await;
+        let done = inst.check.run(&phone).await.unwrap();
+        assert!(
+            done.success && done.score == 1.0,
+            "{}: {}",
+            inst.id,
+            done.detail
+        );
+    }
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_composite_goal_scores_the_fraction_done_and_names_what_is_missing() {
+    let fleet = droidmesh_sim::start(SimOptions {
+        base_port: 0,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let phone = Sim(fleet.devices()[0].clone());
+    let families = builtin().unwrap();
+    let inst = select(&families, &["settings/offline".into()], 1)
+        .unwrap()
+        .remove(0);
+    set_up(&phone, &inst).await.unwrap();
+    phone
+        .shell("settings put global airplane_mode_on 1")
+        .await
+        .unwrap();
+    let f = inst.check.run(&phone).await.unwrap();
+    assert!(!f.success);
+    assert!((f.score - 1.0 / 3.0).abs() < 1e-9, "{}", f.score);
+    assert!(
+        f.detail.contains("1 of 3 parts done")
+            && f.detail.contains("global wifi_on is 1; the task wants 0"),
+        "{}",
+        f.detail
+    );
+    fleet.shutdown().await;
+}
+
+#[test]
+fn seeds_give_reproducible_goals_and_a_glob_selects_templates() {
+    let families = builtin().unwrap();
+    let a = select(&families, &["settings/wifi*".into()], 4).unwrap();
+    let b = select(&families, &["settings/wifi*".into()], 4).unwrap();
+    assert_eq!(a, b);
+    let templates: std::collections::BTreeSet<_> = a.iter().map(|i| i.template.as_str()).collect();
+    assert_eq!(
+        templates.into_iter().collect::<Vec<_>>(),
+        [
+            "settings/wifi",
+            "settings/wifi_already",
+            "settings/wifi_and_bluetooth"
+        ]
+    );
+    assert!(a.iter().all(|i| !i.goal.contains("{{")), "{a:?}");
+    assert_eq!(a[0].id, "settings/wifi#0");
+}
+
+#[test]
+fn mistakes_in_a_task_file_name_the_file_and_the_field() {
+    let good = r#"
+family = "mine"
+[[task]]
+id = "t"
+goal = "Turn {{state.word}} Wi-Fi"
+params.state.one_of = [{ word = "on", value = "1" }]
+max_steps = 5
+check.setting = { name = "global:wifi_on", equals = "{{state.value}}" }
+oracle = ["complete(true, 'done')"]
+"#;
+    droidmesh_eval::task::parse_family("mine.toml", good).unwrap();
+    for (broken, field, words) in [
+        (
+            good.replace("{{state.word}}", "{{state.wrod}}"),
+            "task[0] (t).goal",
+            "no field wrod",
+        ),
+        (
+            good.replace("max_steps = 5", "max_steps = 0"),
+            "task[0] (t).max_steps",
+            "must be 1 to 100",
+        ),
+        (
+            good.replace("global:wifi_on", "wifi_on"),
+            "task[0] (t).check",
+            "namespace:key",
+        ),
+        (
+            good.replace("oracle = [\"complete(true, 'done')\"]", "oracle = []"),
+            "task[0] (t).oracle",
+            "is empty",
+        ),
+        (
+            good.replace("max_steps", "max_stesp"),
+            "task[0] (t)",
+            "unknown field `max_stesp`",
+        ),
+        (
+            good.replace("family = \"mine\"", "family = \"Mine!\""),
+            "family",
+            "not a name",
+        ),
+        (good.replace("goal =", "goal = ["), "(file)", "TOML"),
+    ] {
+        let e = droidmesh_eval::task::parse_family("mine.toml", &broken).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("mine.toml", field),
+            "{e}"
+        );
+        assert!(e.message.contains(words), "{e}");
+    }
+}
