@@ -11,6 +11,7 @@ pub mod keyboards;
 mod layout;
 pub mod procs;
 pub mod render;
+mod reset;
 pub mod shell;
 mod sync;
 /// A private adb server for tests: built for this crate's tests and with the `testkit` feature
