@@ -143,6 +143,40 @@ async fn a_client_that_sends_a_refused_body_whole_still_reads_the_answer() {
     }
 }
 
+#[tokio::test]
+async fn a_body_too_slow_to_arrive_is_not_drained_after_its_408() {
+    let cfg = HttpConfig {
+        read_timeout_ms: 300,
+        ..HttpConfig::default()
+    };
+    let (addr, _stop, _task) = face(cfg).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"POST /v1/tasks HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut head = [0u8; 12];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut head))
+        .await
+        .expect("no answer within 5 s")
+        .unwrap();
+    assert_eq!(&head, b"HTTP/1.1 408");
+    // The body keeps trickling in: a face that drained it would hold the connection for as
+    // long as it comes (5 s at most); this one closes it after the answer.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(4);
+    let mut rest = [0u8; 1024];
+    loop {
+        let drip = tokio::time::sleep(Duration::from_millis(50));
+        tokio::select! {
+            read = s.read(&mut rest) => if !matches!(read, Ok(n) if n > 0) { break },
+            () = drip => if s.write_all(b" ").await.is_err() { break },
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still open 4 s after the 408 while the body kept coming"
+        );
+    }
+}
+
 /// A connection with a request in progress that the client can see: its body is announced
 /// with `expect: 100-continue`, and the face says go on once the handler reads it.
 async fn busy(addr: SocketAddr) -> TcpStream {
@@ -161,3 +195,6 @@ async fn busy(addr: SocketAddr) -> TcpStream {
 
 #[path = "cap_tests.rs"]
 mod cap;
+
+#[path = "route_tests.rs"]
+mod route;
