@@ -1,13 +1,9 @@
-//! How the HTTP face calls the gateway: a request body read within its limits (size,
-//! content type, time), and a gRPC request carrying the caller's `authorization` and trace
-//! headers as metadata, run under the span a gRPC call gets and within a deadline.
+//! How the HTTP face calls the gateway: a gRPC request carrying the caller's `authorization`
+//! and trace headers as metadata, run under the span a gRPC call gets and within a deadline.
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{HeaderMap, StatusCode, header};
-use http_body_util::BodyExt as _;
-use hyper::body::Incoming;
+use http::HeaderMap;
 use tonic::Code;
 use tracing::Instrument as _;
 
@@ -80,120 +76,6 @@ fn span(headers: &HeaderMap, method: &str) -> tracing::Span {
         }
     }
     droidmesh_runtime::trace_context::server_span("gateway", &req)
-}
-
-/// Reads a JSON body: `Content-Type: application/json` (415 otherwise), at most
-/// `max_body_bytes` (413, refused from `Content-Length` before reading), within the read
-/// timeout. An empty body is allowed only when not `required`.
-pub async fn read_body(
-    face: &Face,
-    headers: &HeaderMap,
-    body: &mut Incoming,
-    required: bool,
-) -> Result<Bytes, ApiError> {
-    let max = face.cfg.max_body_bytes;
-    let too_large = |size: String| {
-        ApiError::http(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            Code::InvalidArgument,
-            format!(
-                "the body is {size} bytes; at most {max} are accepted (gateway_http.max_body_bytes)"
-            ),
-        )
-    };
-    let length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = length
-        && n > max as u64
-    {
-        return Err(too_large(n.to_string()));
-    }
-    let content_type = headers.get(header::CONTENT_TYPE);
-    let is_json = content_type
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    // HTTP/1.1: without Content-Length or Transfer-Encoding a request has no body.
-    let empty =
-        length == Some(0) || (length.is_none() && !headers.contains_key(header::TRANSFER_ENCODING));
-    if empty && required {
-        return Err(ApiError::invalid(
-            "the body is empty; expected a JSON object (see /openapi.json)",
-        ));
-    }
-    if empty && (content_type.is_none() || is_json) {
-        return Ok(Bytes::new());
-    }
-    if !is_json {
-        let found = content_type
-            .and_then(|v| v.to_str().ok())
-            .map_or_else(|| "none".to_owned(), str::to_owned);
-        return Err(ApiError::http(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Code::InvalidArgument,
-            format!("expected Content-Type: application/json, found {found}"),
-        ));
-    }
-    let limit = Duration::from_millis(face.cfg.read_timeout_ms);
-    let mut bytes = Vec::new();
-    let read = async {
-        while let Some(frame) = body.frame().await {
-            let frame =
-                frame.map_err(|e| ApiError::invalid(format!("the body could not be read: {e}")))?;
-            if let Ok(data) = frame.into_data() {
-                if bytes.len() + data.len() > max {
-                    return Err(too_large(format!("more than {max}")));
-                }
-                bytes.extend_from_slice(&data);
-            }
-        }
-        Ok(())
-    };
-    match tokio::time::timeout(limit, read).await {
-        Err(_) => {
-            return Err(ApiError::http(
-                StatusCode::REQUEST_TIMEOUT,
-                Code::DeadlineExceeded,
-                format!("the body did not arrive within {limit:?}"),
-            ));
-        }
-        Ok(Err(e)) => return Err(e),
-        Ok(Ok(())) => {}
-    }
-    let bytes = Bytes::from(bytes);
-    if bytes.is_empty() && required {
-        return Err(ApiError::invalid(
-            "the body is empty; expected a JSON object (see /openapi.json)",
-        ));
-    }
-    Ok(bytes)
-}
-
-/// At most this much of a refused body is read and dropped, for at most this long and while
-/// it keeps coming, so the client that sent it reads the answer rather than a reset (nginx's
-/// lingering close); then the connection closes.
-const LINGER_BYTES: usize = 16 * 1024 * 1024;
-const LINGER_TIME: Duration = Duration::from_secs(5);
-const LINGER_IDLE: Duration = Duration::from_secs(1);
-
-/// Reads and drops what is left of `body`, within [`LINGER_BYTES`] and [`LINGER_TIME`],
-/// stopping when nothing came for [`LINGER_IDLE`].
-pub fn linger(mut body: Incoming) {
-    tokio::spawn(async move {
-        let mut left = LINGER_BYTES;
-        let _ = tokio::time::timeout(LINGER_TIME, async {
-            while let Ok(Some(Ok(frame))) = tokio::time::timeout(LINGER_IDLE, body.frame()).await {
-                let n = frame.data_ref().map_or(0, Bytes::len);
-                if n >= left {
-                    return;
-                }
-                left -= n;
-            }
-        })
-        .await;
-    });
 }
 
 #[cfg(test)]

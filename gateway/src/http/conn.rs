@@ -17,26 +17,26 @@ use bytes::Bytes;
 use droidmesh_runtime::server::port::{CallGuard, Conn, SERVED, STARTING, Slot};
 use droidmesh_runtime::tls::ServerTls;
 use http_body::{Frame, SizeHint};
-use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 use tokio::time::Instant;
+use tower::ServiceExt as _;
 
-use super::{Body, Face, io, routes, stopped};
+use super::{Body, Face, body, io, stopped};
 
 /// Serves one accepted connection until it closes, the face stops, or it is cut.
 pub(super) async fn connection(
     face: Arc<Face>,
+    router: axum::Router,
     conn: Arc<Conn>,
     slot: Slot,
     // Declared after `slot`, so dropped before it: the socket closes first.
     stream: TcpStream,
     peer: SocketAddr,
     tls: Option<ServerTls>,
-    stop: watch::Receiver<bool>,
 ) {
     // The first request head is due this long after the accept, the TLS handshake included.
     let head_by = conn.accepted + Duration::from_millis(face.cfg.read_timeout_ms);
@@ -59,7 +59,7 @@ pub(super) async fn connection(
     }
     conn.set_phase(STARTING);
     let Some(tls) = tls else {
-        return serve(face, conn, slot, stream, peer, head_by, stop).await;
+        return serve(face, router, conn, slot, stream, peer, head_by).await;
     };
     let accepted = tokio::select! {
         accepted = tls.accept(stream) => accepted,
@@ -70,7 +70,7 @@ pub(super) async fn connection(
         () = conn.killed() => return,
     };
     match accepted {
-        Ok(stream) => serve(face, conn, slot, stream, peer, head_by, stop).await,
+        Ok(stream) => serve(face, router, conn, slot, stream, peer, head_by).await,
         Err(e) => {
             tracing::info!(%peer, error = %e, "gateway HTTP face: TLS handshake refused");
         }
@@ -79,31 +79,36 @@ pub(super) async fn connection(
 
 /// Serves HTTP/1.1 (keep-alive) on the connection until it closes, its first request head is
 /// not in by `head_by`, the face stops (graceful: event streams end, calls in progress
-/// finish) or it is told to make room.
+/// finish) or it is told to make room. `router` answers each request.
 async fn serve<S>(
     face: Arc<Face>,
+    router: axum::Router,
     conn: Arc<Conn>,
     slot: Slot,
     stream: S,
     peer: SocketAddr,
     head_by: Instant,
-    mut stop: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let mut stop = face.stop.clone();
     let read_timeout = Duration::from_millis(face.cfg.read_timeout_ms);
     let stall = Duration::from_millis(face.cfg.write_stall_ms);
     let io = io::StallGuard::held(stream, stall, Arc::clone(&conn), slot);
-    let (handler, on) = (Arc::clone(&face), Arc::clone(&conn));
-    let service = hyper::service::service_fn(move |req| {
+    let on = Arc::clone(&conn);
+    let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         // Counted before the connection counts as served, so one seen served with no call
         // in progress is really between requests.
         let call = on.begin_call();
         on.set_phase(SERVED);
-        let face = Arc::clone(&handler);
+        // What a handler leaves of the body is drained, so the client reads the answer.
+        let answer = router.clone().oneshot(body::lingering(req));
         async move {
-            let resp = routes::handle(&face, req).await;
-            Ok::<_, Infallible>(resp.map(|body| Counted::wrap(body, call)))
+            let resp = match answer.await {
+                Ok(resp) => resp,
+                Err(never) => match never {},
+            };
+            Ok::<_, Infallible>(resp.map(|inner| Counted { inner, _call: call }))
         }
     });
     let served = http1::Builder::new()
@@ -188,20 +193,14 @@ struct Counted {
     _call: CallGuard,
 }
 
-impl Counted {
-    fn wrap(inner: Body, call: CallGuard) -> Body {
-        Counted { inner, _call: call }.boxed()
-    }
-}
-
 impl http_body::Body for Counted {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = axum::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         Pin::new(&mut self.inner).poll_frame(cx)
     }
 

@@ -1,11 +1,10 @@
 //! Errors of the HTTP face: a gRPC status name and message as JSON
 //! (`{"code": "NOT_FOUND", "message": "..."}`), with the HTTP status of the standard
 //! gRPC-to-HTTP mapping, so a client reads the same refusal on either face.
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use tonic::{Code, Status};
-
-use super::Body;
 
 /// A refused or failed HTTP call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,9 +75,12 @@ impl ApiError {
     pub fn body(&self) -> serde_json::Value {
         serde_json::json!({"code": code_name(self.code), "message": self.message})
     }
+}
 
-    pub fn into_response(self) -> http::Response<Body> {
-        let mut resp = http::Response::new(super::full(Bytes::from(self.body().to_string())));
+/// A refusal answers as its JSON error, with `Allow` (405) and `Retry-After` when it has them.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut resp = Response::new(super::full(Bytes::from(self.body().to_string())));
         *resp.status_mut() = self.status;
         resp.headers_mut().insert(
             header::CONTENT_TYPE,

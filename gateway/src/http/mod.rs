@@ -2,18 +2,21 @@
 //! Server-Sent Events for event streams, and an OpenAPI document generated from the protos.
 //! Every handler calls the same `Gateway` trait methods the gRPC server does, on the same
 //! `Arc<GatewayService>`, with the HTTP `authorization` and trace headers as gRPC metadata, so
-//! each check, limit and (future) authentication rule applies to both faces alike. Its
-//! connections are held at `max_connections` as a gRPC port's are (`conn`).
+//! each check, limit and (future) authentication rule applies to both faces alike. Its routes
+//! are an axum `Router` (`routes`, with the extractors of `extract`), served as the hyper
+//! service of the face's own connections, held at `max_connections` as a gRPC port's are
+//! (`conn`).
+mod body;
 mod call;
 mod conn;
 pub mod error;
+mod extract;
 mod io;
 pub mod json;
 pub mod openapi;
 mod routes;
 pub mod sse;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +24,6 @@ use bytes::Bytes;
 use droidmesh_runtime::server::ConnectionConfig;
 use droidmesh_runtime::server::port::{Port, PortWords, WARN_EVERY};
 use droidmesh_runtime::tls::ServerTls;
-use http_body_util::BodyExt as _;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -30,10 +32,10 @@ use tokio::task::JoinSet;
 use crate::GatewayService;
 
 /// A response body: a whole JSON document or an event stream.
-pub type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+pub type Body = axum::body::Body;
 
 pub(crate) fn full(bytes: Bytes) -> Body {
-    http_body_util::Full::new(bytes).boxed()
+    Body::from(bytes)
 }
 
 /// Settings of the HTTP face (`[gateway_http]` in droidmesh.toml; its port is
@@ -168,9 +170,10 @@ where
         gateway,
         openapi: Bytes::from(document.to_string()),
         cfg,
-        stop: stop.clone(),
+        stop,
         port: Arc::clone(&port),
     });
+    let router = routes::router(Arc::clone(&face));
     let mut connections = JoinSet::new();
     if let Ok(addr) = listener.local_addr() {
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -207,12 +210,12 @@ where
         let _ = stream.set_nodelay(true);
         connections.spawn(conn::connection(
             Arc::clone(&face),
+            router.clone(),
             conn,
             slot,
             stream,
             peer,
             tls.clone(),
-            stop.clone(),
         ));
     }
     let _ = stop_tx.send(true);

@@ -1,205 +1,189 @@
-//! The routes of the HTTP face and their handlers: each reads its request (path, query, JSON
-//! body), builds the gRPC request with the caller's `authorization` and trace headers as
-//! metadata, and calls the `Gateway` trait method under the same kind of span a gRPC call
-//! gets, within a deadline.
+//! The routes of the HTTP face, an axum `Router`, and their handlers: each takes its request
+//! apart with the extractors of `extract` (path, query, JSON body; a refusal is a JSON error),
+//! builds the gRPC request with the caller's `authorization` and trace headers as metadata,
+//! and calls the `Gateway` trait method under the same kind of span a gRPC call gets, within
+//! a deadline. A method a path does not serve (HEAD included) is 405 with `Allow`; a path no
+//! route serves is 404.
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{MethodRouter, get, post};
 use bytes::Bytes;
 use droidmesh_proto::v1::gateway_server::Gateway;
 use droidmesh_proto::v1::{
     CancelTaskRequest, GetTaskRequest, ListDevicesRequest, ListTasksRequest, SendMessageRequest,
     TaskRequest, TaskState, WatchTaskRequest,
 };
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use hyper::body::Incoming;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 
-use super::call::{linger, read_body, unary};
+use super::call::unary;
 use super::error::ApiError;
+use super::extract::{
+    Json, NoQuery, Query, Target, TaskId, TaskToCancel, TaskToGet, Wait, no_route,
+    refuse_credentials,
+};
 use super::json::{self as pj, Proto};
-use super::{Body, Face, full, sse};
+use super::{Face, full, sse};
 
-/// Query parameters that would put a credential in a URL (logged by proxies, kept in
-/// histories): refused, whatever the route.
-const CREDENTIAL_PARAMS: [&str; 4] = ["api_key", "key", "access_token", "token"];
+type Shared = State<Arc<Face>>;
 
-/// Answers one request; every refusal is a JSON error.
-pub async fn handle(face: &Arc<Face>, req: http::Request<Incoming>) -> http::Response<Body> {
-    let (parts, mut body) = req.into_parts();
-    let resp = match route(face, &parts, &mut body).await {
-        Ok(resp) => resp,
-        Err(e) => e.into_response(),
+/// Every route of the face, on `face`.
+pub fn router(face: Arc<Face>) -> Router {
+    Router::new()
+        .route("/openapi.json", only("GET", get(openapi)))
+        .route("/v1/tasks", only("GET, POST", get(list_tasks).post(create)))
+        .route("/v1/devices", only("GET", get(list_devices)))
+        // The task, and its cancelling (`{id}:cancel`): one path segment, told apart by the
+        // extractors.
+        .route(
+            "/v1/tasks/{id}",
+            get(get_task)
+                .post(cancel)
+                .head(other_target_method)
+                .fallback(other_target_method),
+        )
+        .route(
+            "/v1/tasks/{id}/messages",
+            of_task("POST", post(send_message)),
+        )
+        .route("/v1/tasks/{id}/events", of_task("GET", get(events)))
+        .fallback(|uri: Uri| async move { no_route(uri.path()) })
+        .layer(axum::middleware::from_fn(refuse_credentials))
+        .with_state(face)
+}
+
+/// `route`, refusing every other method (HEAD too: a GET route does not answer it) with 405
+/// and `allow`.
+fn only(allow: &'static str, route: MethodRouter<Arc<Face>>) -> MethodRouter<Arc<Face>> {
+    let refuse = move |method: Method, uri: Uri| async move {
+        ApiError::method_not_allowed(&method, uri.path(), allow)
     };
-    // Answered before the body was read (refused, or not a route that reads one): the client
-    // may still be sending it, and would see a reset instead of the answer. One too slow to
-    // send it in time is not waited for.
-    if !http_body::Body::is_end_stream(&body) && resp.status() != StatusCode::REQUEST_TIMEOUT {
-        linger(body);
-    }
-    resp
+    route.head(refuse).fallback(refuse)
 }
 
-/// A route and what the path names.
-enum Route {
-    OpenApi,
-    Tasks,
-    Task(String),
-    Cancel(String),
-    Messages(String),
-    Events(String),
-    Devices,
-}
-
-impl Route {
-    fn allow(&self) -> &'static str {
-        match self {
-            Route::Tasks => "GET, POST",
-            Route::Cancel(_) | Route::Messages(_) => "POST",
-            _ => "GET",
-        }
-    }
-}
-
-fn parse_route(path: &str) -> Result<Route, ApiError> {
-    let not_found = || {
-        ApiError::not_found(format!(
-            "no route {path}; see /openapi.json for the routes this face serves"
-        ))
+/// [`only`] for a path naming a task: a task id that is not UTF-8 is refused first.
+fn of_task(allow: &'static str, route: MethodRouter<Arc<Face>>) -> MethodRouter<Arc<Face>> {
+    let refuse = move |_: TaskId, method: Method, uri: Uri| async move {
+        ApiError::method_not_allowed(&method, uri.path(), allow)
     };
-    match path {
-        "/openapi.json" => return Ok(Route::OpenApi),
-        "/v1/tasks" => return Ok(Route::Tasks),
-        "/v1/devices" => return Ok(Route::Devices),
-        _ => {}
-    }
-    let rest = path.strip_prefix("/v1/tasks/").ok_or_else(not_found)?;
-    let mut parts = rest.split('/');
-    let (Some(first), second, None) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(not_found());
-    };
-    let id = |raw: &str| -> Result<String, ApiError> {
-        let id = percent_encoding::percent_decode_str(raw)
-            .decode_utf8()
-            .map_err(|_| ApiError::invalid("the task id in the path is not UTF-8"))?;
-        if id.is_empty() {
-            return Err(not_found());
-        }
-        Ok(id.into_owned())
-    };
-    match second {
-        None => match first.strip_suffix(":cancel") {
-            Some(raw) => Ok(Route::Cancel(id(raw)?)),
-            None => Ok(Route::Task(id(first)?)),
-        },
-        Some("messages") => Ok(Route::Messages(id(first)?)),
-        Some("events") => Ok(Route::Events(id(first)?)),
-        Some(_) => Err(not_found()),
-    }
+    route.head(refuse).fallback(refuse)
 }
 
-/// The query's parameters, decoded; a credential among them is refused without echoing it.
-fn query(uri: &http::Uri) -> Result<Vec<(String, String)>, ApiError> {
-    let pairs: Vec<(String, String)> =
-        form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-    if let Some((k, _)) = pairs
-        .iter()
-        .find(|(k, _)| CREDENTIAL_PARAMS.contains(&k.to_ascii_lowercase().as_str()))
-    {
-        return Err(ApiError::invalid(format!(
-            "query parameter {k} looks like a credential; URLs end up in logs: send credentials in the Authorization header (Authorization: Bearer <key>)"
-        )));
-    }
-    Ok(pairs)
+/// A method `/v1/tasks/{id}` does not serve: 405 with what the path serves (GET for the
+/// task, POST for its cancelling).
+async fn other_target_method(target: Target, method: Method, uri: Uri) -> ApiError {
+    ApiError::method_not_allowed(&method, uri.path(), target.allow())
 }
 
-async fn route(
-    face: &Arc<Face>,
-    parts: &http::request::Parts,
-    body: &mut Incoming,
-) -> Result<http::Response<Body>, ApiError> {
-    let pairs = query(&parts.uri)?;
-    let path = parts.uri.path().to_owned();
-    let route = parse_route(&path)?;
-    let method = parts.method.clone();
-    let headers = &parts.headers;
-    let wrong = || ApiError::method_not_allowed(&method, &path, route.allow());
-    match (&route, &method) {
-        (Route::OpenApi, &Method::GET) => {
-            no_query(&pairs)?;
-            Ok(json_response(StatusCode::OK, face.openapi.clone()))
-        }
-        (Route::Tasks, &Method::POST) => create(face, headers, body, &pairs).await,
-        (Route::Tasks, &Method::GET) => {
-            let r: ListTasksRequest = pj::from_query(&pairs, &[], &[])?;
-            let resp = unary(face, headers, "ListTasks", r, |g, r| async move {
-                g.list_tasks(r).await
-            })
-            .await?;
-            reply(StatusCode::OK, &resp)
-        }
-        (Route::Task(id), &Method::GET) => {
-            no_query(&pairs)?;
-            let r = GetTaskRequest {
-                task_id: id.clone(),
-            };
-            let resp = unary(face, headers, "GetTask", r, |g, r| async move {
-                g.get_task(r).await
-            })
-            .await?;
-            reply(StatusCode::OK, &resp)
-        }
-        (Route::Cancel(id), &Method::POST) => {
-            no_query(&pairs)?;
-            let bytes = read_body(face, headers, body, false).await?;
-            let mut r: CancelTaskRequest = if bytes.is_empty() {
-                CancelTaskRequest::default()
-            } else {
-                pj::from_json(&bytes)?
-            };
-            r.task_id = path_id(&r.task_id, id)?;
-            let resp = unary(face, headers, "CancelTask", r, |g, r| async move {
-                g.cancel_task(r).await
-            })
-            .await?;
-            reply(StatusCode::OK, &resp)
-        }
-        (Route::Messages(id), &Method::POST) => {
-            no_query(&pairs)?;
-            let bytes = read_body(face, headers, body, true).await?;
-            let mut r: SendMessageRequest = pj::from_json(&bytes)?;
-            r.task_id = path_id(&r.task_id, id)?;
-            let resp = unary(face, headers, "SendMessage", r, |g, r| async move {
-                g.send_message(r).await
-            })
-            .await?;
-            reply(StatusCode::OK, &resp)
-        }
-        (Route::Events(id), &Method::GET) => events(face, headers, id, &pairs).await,
-        (Route::Devices, &Method::GET) => {
-            no_query(&pairs)?;
-            let resp = unary(
-                face,
-                headers,
-                "ListDevices",
-                ListDevicesRequest {},
-                |g, r| async move { g.list_devices(r).await },
-            )
-            .await?;
-            reply(StatusCode::OK, &resp)
-        }
-        _ => Err(wrong()),
-    }
+async fn openapi(State(face): Shared, _: NoQuery) -> Response {
+    json_response(StatusCode::OK, face.openapi.clone())
 }
 
-fn no_query(pairs: &[(String, String)]) -> Result<(), ApiError> {
-    match pairs.first() {
-        Some((k, _)) => Err(ApiError::invalid(format!(
-            "unknown query parameter {k}: this call takes none"
-        ))),
-        None => Ok(()),
+/// `GET /v1/tasks`: ListTasks, its fields as query parameters.
+async fn list_tasks(
+    State(face): Shared,
+    Query(pairs): Query,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let r: ListTasksRequest = pj::from_query(&pairs, &[], &[])?;
+    let resp = unary(&face, &headers, "ListTasks", r, |g, r| async move {
+        g.list_tasks(r).await
+    })
+    .await?;
+    reply(StatusCode::OK, &resp)
+}
+
+/// `POST /v1/tasks`: SubmitTask (201 with the id), or with `wait=true` RunTask as SSE.
+async fn create(
+    State(face): Shared,
+    Wait(wait): Wait,
+    headers: HeaderMap,
+    Json(r): Json<TaskRequest>,
+) -> Result<Response, ApiError> {
+    if wait {
+        let events = unary(&face, &headers, "RunTask", r, |g, r| async move {
+            g.run_task(r).await
+        })
+        .await?;
+        return Ok(sse::response(events, keep_alive(&face), face.stop.clone()));
     }
+    let resp = unary(&face, &headers, "SubmitTask", r, |g, r| async move {
+        g.submit_task(r).await
+    })
+    .await?;
+    let mut out = reply(StatusCode::CREATED, &resp)?;
+    let location = format!("/v1/tasks/{}", resp.task_id);
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        out.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(out)
+}
+
+/// `GET /v1/tasks/{id}`: GetTask.
+async fn get_task(
+    State(face): Shared,
+    TaskToGet(id): TaskToGet,
+    _: NoQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let r = GetTaskRequest { task_id: id };
+    let resp = unary(&face, &headers, "GetTask", r, |g, r| async move {
+        g.get_task(r).await
+    })
+    .await?;
+    reply(StatusCode::OK, &resp)
+}
+
+/// `POST /v1/tasks/{id}:cancel`: CancelTask; the body (a reason) may be left out.
+async fn cancel(
+    State(face): Shared,
+    TaskToCancel(id): TaskToCancel,
+    _: NoQuery,
+    headers: HeaderMap,
+    Json(mut r): Json<CancelTaskRequest, false>,
+) -> Result<Response, ApiError> {
+    r.task_id = path_id(&r.task_id, &id)?;
+    let resp = unary(&face, &headers, "CancelTask", r, |g, r| async move {
+        g.cancel_task(r).await
+    })
+    .await?;
+    reply(StatusCode::OK, &resp)
+}
+
+/// `POST /v1/tasks/{id}/messages`: SendMessage.
+async fn send_message(
+    State(face): Shared,
+    TaskId(id): TaskId,
+    _: NoQuery,
+    headers: HeaderMap,
+    Json(mut r): Json<SendMessageRequest>,
+) -> Result<Response, ApiError> {
+    r.task_id = path_id(&r.task_id, &id)?;
+    let resp = unary(&face, &headers, "SendMessage", r, |g, r| async move {
+        g.send_message(r).await
+    })
+    .await?;
+    reply(StatusCode::OK, &resp)
+}
+
+/// `GET /v1/devices`: ListDevices.
+async fn list_devices(
+    State(face): Shared,
+    _: NoQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let resp = unary(
+        &face,
+        &headers,
+        "ListDevices",
+        ListDevicesRequest {},
+        |g, r| async move { g.list_devices(r).await },
+    )
+    .await?;
+    reply(StatusCode::OK, &resp)
 }
 
 /// The task id of a body, which the path gives: empty, or the path's.
@@ -212,53 +196,16 @@ fn path_id(body: &str, path: &str) -> Result<String, ApiError> {
     Ok(path.to_owned())
 }
 
-/// `POST /v1/tasks`: SubmitTask (201 with the id), or with `wait=true` RunTask as SSE.
-async fn create(
-    face: &Arc<Face>,
-    headers: &HeaderMap,
-    body: &mut Incoming,
-    pairs: &[(String, String)],
-) -> Result<http::Response<Body>, ApiError> {
-    let mut wait = false;
-    for (k, v) in pairs {
-        if k != "wait" {
-            return Err(ApiError::invalid(format!(
-                "unknown query parameter {k}; expected: wait"
-            )));
-        }
-        wait = pj::parse_bool(k, v)?;
-    }
-    let bytes = read_body(face, headers, body, true).await?;
-    let r: TaskRequest = pj::from_json(&bytes)?;
-    if wait {
-        let events = unary(face, headers, "RunTask", r, |g, r| async move {
-            g.run_task(r).await
-        })
-        .await?;
-        return Ok(sse::response(events, keep_alive(face), face.stop.clone()));
-    }
-    let resp = unary(face, headers, "SubmitTask", r, |g, r| async move {
-        g.submit_task(r).await
-    })
-    .await?;
-    let mut out = reply(StatusCode::CREATED, &resp)?;
-    let location = format!("/v1/tasks/{}", resp.task_id);
-    if let Ok(v) = HeaderValue::from_str(&location) {
-        out.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(out)
-}
-
 /// `GET /v1/tasks/{id}/events`: WatchTask as SSE, from `Last-Event-ID` + 1 (a reconnecting
 /// client) or `fromSeq`. A task that has ended with every event delivered answers 204.
 async fn events(
-    face: &Arc<Face>,
-    headers: &HeaderMap,
-    id: &str,
-    pairs: &[(String, String)],
-) -> Result<http::Response<Body>, ApiError> {
-    let mut r: WatchTaskRequest = pj::from_query(pairs, &[], &["task_id"])?;
-    r.task_id = id.to_owned();
+    State(face): Shared,
+    TaskId(id): TaskId,
+    Query(pairs): Query,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mut r: WatchTaskRequest = pj::from_query(&pairs, &[], &["task_id"])?;
+    r.task_id = id.clone();
     if let Some(last) = headers.get("last-event-id") {
         let last: u64 = last
             .to_str()
@@ -270,17 +217,15 @@ async fn events(
         r.from_seq = last.saturating_add(1);
     }
     let from = r.from_seq.max(1);
-    let events = unary(face, headers, "WatchTask", r, |g, r| async move {
+    let events = unary(&face, &headers, "WatchTask", r, |g, r| async move {
         g.watch_task(r).await
     })
     .await?;
     let task = unary(
-        face,
-        headers,
+        &face,
+        &headers,
         "GetTask",
-        GetTaskRequest {
-            task_id: id.to_owned(),
-        },
+        GetTaskRequest { task_id: id },
         |g, r| async move { g.get_task(r).await },
     )
     .await?;
@@ -289,19 +234,19 @@ async fn events(
         TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
     );
     if ended && from > task.last_seq {
-        let mut resp = http::Response::new(full(Bytes::new()));
+        let mut resp = Response::new(full(Bytes::new()));
         *resp.status_mut() = StatusCode::NO_CONTENT;
         return Ok(resp);
     }
-    Ok(sse::response(events, keep_alive(face), face.stop.clone()))
+    Ok(sse::response(events, keep_alive(&face), face.stop.clone()))
 }
 
 fn keep_alive(face: &Face) -> Duration {
     Duration::from_millis(face.cfg.keep_alive_ms)
 }
 
-fn json_response(status: StatusCode, body: Bytes) -> http::Response<Body> {
-    let mut resp = http::Response::new(full(body));
+fn json_response(status: StatusCode, body: Bytes) -> Response {
+    let mut resp = Response::new(full(body));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -310,52 +255,6 @@ fn json_response(status: StatusCode, body: Bytes) -> http::Response<Body> {
     resp
 }
 
-fn reply<M: Proto>(status: StatusCode, m: &M) -> Result<http::Response<Body>, ApiError> {
+fn reply<M: Proto>(status: StatusCode, m: &M) -> Result<Response, ApiError> {
     Ok(json_response(status, Bytes::from(pj::to_json(m)?)))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn routes_are_read_from_the_path() {
-        assert!(matches!(parse_route("/v1/tasks/task-1"), Ok(Route::Task(id)) if id == "task-1"));
-        assert!(
-            matches!(parse_route("/v1/tasks/task-1:cancel"), Ok(Route::Cancel(id)) if id == "task-1")
-        );
-        assert!(
-            matches!(parse_route("/v1/tasks/a%2Fb/events"), Ok(Route::Events(id)) if id == "a/b")
-        );
-        assert!(
-            matches!(parse_route("/v1/tasks/t/messages"), Ok(Route::Messages(id)) if id == "t")
-        );
-        for bad in [
-            "/",
-            "/v1",
-            "/v1/tasks/",
-            "/v1/tasks/t/x",
-            "/v1/tasks/t/events/1",
-            "/v2/tasks",
-        ] {
-            let e = parse_route(bad).err().unwrap();
-            assert_eq!(e.status, StatusCode::NOT_FOUND, "{bad}");
-        }
-    }
-
-    #[test]
-    fn credentials_in_the_query_are_refused_without_echoing_them() {
-        for q in [
-            "api_key=s3cret",
-            "KEY=s3cret",
-            "a=1&access_token=s3cret",
-            "token=s3cret",
-        ] {
-            let uri: http::Uri = format!("/v1/tasks?{q}").parse().unwrap();
-            let e = query(&uri).unwrap_err();
-            assert!(e.message.contains("Authorization"), "{}", e.message);
-            assert!(!e.message.contains("s3cret"));
-        }
-    }
 }

@@ -48,8 +48,7 @@ pub fn response(
     tokio::spawn(pump(events, tx, keep_alive, stop));
     let frames = tokio_stream::wrappers::ReceiverStream::new(rx)
         .map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
-    let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(frames));
-    let mut resp = http::Response::new(body);
+    let mut resp = http::Response::new(Body::new(http_body_util::StreamBody::new(frames)));
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
