@@ -84,7 +84,8 @@ impl Drop for Lingering {
         if http_body::Body::is_end_stream(&body) || self.too_slow.0.load(Ordering::Relaxed) {
             return;
         }
-        // Dropped on the connection's task, so within the runtime; never outside it.
+        // A body is dropped on its connection's task, within the runtime; were it dropped
+        // outside one, nothing would be drained.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(linger(body));
         }

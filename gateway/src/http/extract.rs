@@ -1,6 +1,6 @@
 //! What a handler of the HTTP face takes from its request, as axum extractors whose refusals
 //! are the face's JSON errors: the query's parameters (a credential among them is refused on
-//! every route, before routing looks at anything else), the task the path names, and a JSON
+//! every path, known or not, before any other refusal), the task the path names, and a JSON
 //! body read within the face's limits. A handler lists them in the order its refusals come:
 //! the path, then the query, then the body.
 use std::convert::Infallible;
