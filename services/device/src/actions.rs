@@ -4,12 +4,10 @@ use droidmesh_proto::v1::{Point, UiElement};
 use serde_json::{Value, json};
 
 use crate::error::{DeviceError, Result};
-use crate::input::{
-    KEYCODE_DEL, KEYCODE_ENTER, KEYCODE_MOVE_END, Stroke, escape_input_text, strokes,
-};
 use crate::labels;
 use crate::registry::Slot;
-use crate::state::{read_ui, read_ui_unmasked, screen_size, snapshot_for_index};
+use crate::state::{screen_size, snapshot_for_index};
+pub use crate::type_text::{Typing, type_text};
 use crate::ui_dump::centre;
 
 /// What an action did.
@@ -28,14 +26,14 @@ pub enum Target {
 }
 
 /// A resolved target: device coordinates, and the element when one was named.
-struct Resolved {
-    x: i32,
-    y: i32,
+pub(crate) struct Resolved {
+    pub(crate) x: i32,
+    pub(crate) y: i32,
     element: Option<UiElement>,
 }
 
 impl Resolved {
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.element {
             Some(e) => format!(
                 "element {} ({}) at ({}, {})",
@@ -48,7 +46,7 @@ impl Resolved {
         }
     }
 
-    fn data(&self) -> Value {
+    pub(crate) fn data(&self) -> Value {
         let mut d = json!({ "x": self.x, "y": self.y });
         if let Some(e) = &self.element {
             d["element"] = json!({
@@ -79,7 +77,7 @@ fn element_label(e: &UiElement) -> String {
     short
 }
 
-async fn resolve(slot: &Slot, target: Target) -> Result<Resolved> {
+pub(crate) async fn resolve(slot: &Slot, target: Target) -> Result<Resolved> {
     match target {
         Target::Point(x, y) => {
             check_point(slot, x, y).await?;
@@ -130,7 +128,7 @@ fn point(p: Option<Point>, what: &str) -> Result<(i32, i32)> {
 }
 
 /// Sends `input ...` and fails on the error text `input` prints to the merged output.
-async fn input(slot: &Slot, args: &str) -> Result<()> {
+pub(crate) async fn input(slot: &Slot, args: &str) -> Result<()> {
     let command = format!("input {args}");
     let out = slot.adb.shell(&command).await?;
     let lower = out.to_ascii_lowercase();
@@ -156,8 +154,7 @@ pub async fn tap(slot: &Slot, target: Target) -> Result<Outcome> {
 /// Longest press, swipe or drag: a gesture holds the phone's input for its whole duration.
 pub const MAX_GESTURE_MS: u32 = 10_000;
 
-/// Most characters one `TypeText` call types (each 200 are one `input text` command).
-pub const MAX_TEXT_CHARS: usize = 16_384;
+pub use crate::type_text::MAX_TEXT_CHARS;
 
 fn check_duration(duration_ms: u32) -> Result<()> {
     if duration_ms > MAX_GESTURE_MS {
@@ -211,153 +208,6 @@ pub async fn swipe(
         data: json!({ "start": {"x": x1, "y": y1}, "end": {"x": x2, "y": y2}, "duration_ms": dur }),
         confidence: 0.9,
     })
-}
-
-/// Longest argument given to one `input text` call.
-const TEXT_CHUNK: usize = 200;
-
-/// What one `TypeText` asks.
-#[derive(Debug, Clone, Copy)]
-pub struct Typing<'a> {
-    pub text: &'a str,
-    /// Element to focus first.
-    pub index: Option<u32>,
-    pub clear: bool,
-    pub sensitive: bool,
-    /// The lease it is typed under (a secret's mask is kept with it).
-    pub lease: Option<&'a str>,
-}
-
-/// Types `text`; a line break is an ENTER key event (see [`strokes`]). When `sensitive`,
-/// nothing returned (answer or error) contains the text or any part of it, every later read
-/// masks it, and the answer names the field it went into (`data.field`).
-pub async fn type_text(slot: &Slot, t: Typing<'_>) -> Result<Outcome> {
-    let Typing {
-        text,
-        index,
-        clear,
-        sensitive,
-        lease,
-    } = t;
-    let hide = |e: DeviceError| if sensitive { redact(e) } else { e };
-    let count = text.chars().count();
-    if count > MAX_TEXT_CHARS {
-        return Err(DeviceError::InvalidArgument(format!(
-            "text is {count} characters; at most {MAX_TEXT_CHARS} are typed in one call"
-        )));
-    }
-    // Refuse what `input text` cannot type before touching the device.
-    let strokes = strokes(text, TEXT_CHUNK).map_err(hide)?;
-    let chars = text.chars().count();
-    let mut data = if sensitive {
-        json!({ "chars": chars, "clear": clear, "sensitive": true })
-    } else {
-        json!({ "text": text, "clear": clear })
-    };
-    let mut taken = String::new();
-    if let Some(i) = index {
-        let r = resolve(slot, Target::Index(i)).await?;
-        input(slot, &format!("tap {} {}", r.x, r.y)).await?;
-        if sensitive {
-            // The field may still show an earlier secret: name it by index only.
-            taken = format!("focused element {i} and ");
-            data["focused"] = json!({ "index": i, "x": r.x, "y": r.y });
-        } else {
-            taken = format!("focused {} and ", r.describe());
-            data["focused"] = r.data();
-        }
-    }
-    if sensitive {
-        // The focused field is about to show the secret: from now on every dump masks it,
-        // even if typing fails part way.
-        let ui = read_ui_unmasked(slot).await?;
-        let field = ui.focused();
-        slot.secret_fields
-            .remember(slot.adb.serial(), field, text, lease)?;
-        if let Some(f) = field {
-            data["field"] = crate::secret_fields::field_json(f);
-        }
-    }
-    if clear {
-        // The field's current text, read after focusing it.
-        let ui = read_ui(slot).await?;
-        let len = ui.focused().map_or(0, |e| e.text.chars().count());
-        if len > 0 {
-            let mut keys = format!("keyevent {KEYCODE_MOVE_END}");
-            for _ in 0..len {
-                keys.push_str(&format!(" {KEYCODE_DEL}"));
-            }
-            input(slot, &keys).await?;
-        }
-        data["cleared_chars"] = json!(len);
-        taken.push_str(&format!("cleared {len} characters and "));
-    }
-    let mut strokes = strokes.into_iter().peekable();
-    while let Some(stroke) = strokes.next() {
-        let command = match stroke {
-            Stroke::Text(part) => format!("text {}", escape_input_text(part).map_err(hide)?),
-            Stroke::Enter => {
-                // Consecutive line breaks go in one command.
-                let mut keys = format!("keyevent {KEYCODE_ENTER}");
-                while strokes.next_if_eq(&Stroke::Enter).is_some() {
-                    keys.push_str(&format!(" {KEYCODE_ENTER}"));
-                }
-                keys
-            }
-        };
-        input(slot, &command).await.map_err(hide)?;
-    }
-    Ok(Outcome {
-        action_taken: if sensitive {
-            format!("{taken}typed {chars} characters of sensitive text")
-        } else {
-            format!("{taken}typed {:?}", text)
-        },
-        data,
-        confidence: 0.9,
-    })
-}
-
-/// An error about typing sensitive text, with every trace of the text (the command, the
-/// offending character) taken out; what kind of failure it was is kept.
-fn redact(e: DeviceError) -> DeviceError {
-    const WHAT: &str = "typing sensitive text";
-    match e {
-        DeviceError::InvalidArgument(_) => DeviceError::InvalidArgument(format!(
-            "{WHAT} is refused: `input text` types printable ASCII and line breaks only (the text is not shown)"
-        )),
-        DeviceError::Timeout {
-            serial, timeout_ms, ..
-        } => DeviceError::Timeout {
-            serial,
-            command: "input text <sensitive>".into(),
-            timeout_ms,
-        },
-        DeviceError::Unavailable { serial, .. } => DeviceError::Unavailable {
-            serial,
-            detail: format!("{WHAT} failed: the device did not answer"),
-        },
-        DeviceError::Adb { target, .. } | DeviceError::BadOutput { serial: target, .. } => {
-            DeviceError::Adb {
-                target,
-                detail: format!("{WHAT} was refused by the device"),
-            }
-        }
-        other @ (DeviceError::UnknownDevice { .. }
-        | DeviceError::LeaseHeld { .. }
-        | DeviceError::LeaseReplaced { .. }
-        | DeviceError::NoLease { .. }
-        | DeviceError::AllBusy { .. }
-        | DeviceError::NoDevices
-        | DeviceError::ScreenshotWithheld { .. }
-        | DeviceError::TooManySecrets { .. }
-        | DeviceError::Config(_)
-        | DeviceError::ConnectOff
-        | DeviceError::AttachFailed { .. }) => other,
-        DeviceError::UiDump { .. } | DeviceError::Image(_) => {
-            DeviceError::InvalidArgument(format!("{WHAT} failed"))
-        }
-    }
 }
 
 pub async fn press_key(slot: &Slot, keycode: u32, name: &str) -> Result<Outcome> {

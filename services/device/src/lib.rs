@@ -24,6 +24,8 @@ pub mod settle;
 pub mod shots;
 pub mod state;
 pub mod status;
+pub mod type_text;
+pub mod typing;
 pub mod ui_dump;
 
 pub use config::DeviceConfig;

@@ -208,6 +208,8 @@ fn escape(out: &mut String, s: &str) {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\n' => out.push_str("&#10;"),
+            '\t' => out.push_str("&#9;"),
+            '\r' => out.push_str("&#13;"),
             c if (c as u32) < 0x20 => {}
             c => out.push(c),
         }

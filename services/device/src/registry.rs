@@ -33,6 +33,8 @@ pub struct Slot {
     pub settle: crate::settle::SettleState,
     /// Where this device's UI tree is read from (uiautomator or the companion service).
     pub ui_source: crate::portal::SourceCell,
+    /// How this device types text (a keyboard app or `input text`), once asked.
+    pub keyboard: crate::typing::KeyboardCell,
     /// Set once a listing asked for the facts a first read would otherwise ask (screen size,
     /// UI source), answered or not: a phone that did not answer is not waited for again at
     /// every listing; its first read asks for what is still missing.
@@ -159,6 +161,7 @@ impl Registry {
             secret_fields,
             settle: crate::settle::SettleState::default(),
             ui_source: crate::portal::SourceCell::new(self.ui_source),
+            keyboard: crate::typing::KeyboardCell::default(),
             learned: std::sync::atomic::AtomicBool::new(false),
         })
     }
