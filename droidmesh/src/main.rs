@@ -4,6 +4,7 @@
 mod admin;
 mod commands;
 mod config;
+mod eval;
 mod mesh;
 mod model_flags;
 mod output;
@@ -35,6 +36,9 @@ enum Command {
     Sim(commands::SimArgs),
     /// Run a task and show its progress (starts the mesh in-process unless --gateway is given).
     Run(Box<run::RunArgs>),
+    /// Run the task suite on simulated phones and score the agent by what each task's check
+    /// reads back from the phone (with no model configured: the suite's scripted solutions).
+    Eval(Box<eval::EvalArgs>),
     /// Run every service in this process, each on its own port, with simulated devices.
     Up(commands::UpArgs),
     /// Serve one service (as each Kubernetes Deployment does).
@@ -84,6 +88,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Sim(args) => commands::sim(args).await,
         Command::Run(args) => commands::run(config, *args).await,
+        Command::Eval(args) => commands::eval(config, *args).await,
         Command::Up(args) => commands::up(config, args).await,
         Command::Serve(args) => commands::serve(config, args).await,
         Command::State(args) => commands::state(config, args).await,

@@ -159,6 +159,34 @@ fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -
     Ok(())
 }
 
+/// The config of a mesh embedded in this command's process: every port picked free, no HTTP
+/// face, an in-memory task store (tasks watched to their end: nothing to keep after them), no
+/// API keys (the gateway serves only this command), and no adb server when none answers.
+pub(crate) async fn embed(config: &mut Config) {
+    for port in [
+        &mut config.listen.gateway,
+        &mut config.listen.device,
+        &mut config.listen.executor,
+        &mut config.listen.manager,
+        &mut config.listen.scripter,
+        &mut config.listen.text_manipulator,
+    ] {
+        *port = 0;
+    }
+    // One task from this terminal: no HTTP face.
+    config.listen.gateway_http = 0;
+    // No adb server running is the common case on a machine without a phone: say so
+    // once, plainly, and run on the direct devices (the simulators) only.
+    let server = config.device.adb_server.trim().to_owned();
+    if !server.is_empty() && !reachable(&server).await {
+        say!("note: no adb server at {server}; phones attached through adb are not used");
+        config.device.adb_server.clear();
+    }
+    config.gateway.store = "memory".into();
+    config.gateway.auth.keys_file = None;
+    config.gateway.auth.open = true;
+}
+
 pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
     let started = Instant::now();
     let mut device = args.device.clone();
@@ -187,35 +215,12 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
                 }
                 config.llm = Some(demo_llm(args.reasoning)?);
             }
-            for port in [
-                &mut config.listen.gateway,
-                &mut config.listen.device,
-                &mut config.listen.executor,
-                &mut config.listen.manager,
-                &mut config.listen.scripter,
-                &mut config.listen.text_manipulator,
-            ] {
-                *port = 0;
-            }
-            // One task from this terminal: no HTTP face.
-            config.listen.gateway_http = 0;
-            // No adb server running is the common case on a machine without a phone: say so
-            // once, plainly, and run on the direct devices (the simulators) only.
-            let server = config.device.adb_server.trim().to_owned();
-            if !server.is_empty() && !reachable(&server).await {
-                say!("note: no adb server at {server}; phones attached through adb are not used");
-                config.device.adb_server.clear();
-            }
+            embed(&mut config).await;
             let sims = if config.device.direct_devices.is_empty() {
                 args.sims.max(1)
             } else {
                 args.sims
             };
-            // One task, watched to its end: nothing to keep after it.
-            config.gateway.store = "memory".into();
-            // The embedded gateway serves only this command: no keys, as before there were any.
-            config.gateway.auth.keys_file = None;
-            config.gateway.auth.open = true;
             let mesh = Mesh::start(config, sims).await?;
             if device.is_empty()
                 && let Some(first) = mesh.sims.as_ref().and_then(|f| f.addrs().first().copied())

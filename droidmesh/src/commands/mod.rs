@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use crate::config::Config;
-use crate::run;
+use crate::{eval, run};
 
 /// Loads the config and makes its `[tls]` the TLS of every client this process makes.
 fn load(path: Option<PathBuf>) -> Result<Config> {
@@ -77,6 +77,20 @@ pub async fn sim(args: SimArgs) -> Result<()> {
     droidmesh_sim::run_until_signal(opts)
         .await
         .context("simulator failed")
+}
+
+/// `droidmesh eval`: the task suite; a run in which a task could not be set up or checked
+/// exits 1 (a task the agent failed is a finding, not an error).
+pub async fn eval(config: Option<PathBuf>, args: eval::EvalArgs) -> Result<()> {
+    let config = load(config)?;
+    let mut telemetry_opts = TelemetryOptions::new("droidmesh-eval");
+    telemetry_opts.default_filter = "warn".into();
+    telemetry_opts.metrics = false;
+    let _telemetry = droidmesh_runtime::init_telemetry(&telemetry_opts)?;
+    if !eval::eval(args, config).await? {
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 /// `droidmesh run`: one task with live progress; a task that did not complete exits 1.

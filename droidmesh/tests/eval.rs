@@ -1,0 +1,180 @@
+//! `droidmesh eval` as a user meets it: the suite's scripted agents drive the real mesh on the
+//! built-in simulators, and only the phone's state decides: every oracle passes, the agent that
+//! does nothing (while claiming success) passes only the tasks that start satisfied, every near
+//! miss fails; a run says what it measures; task files with mistakes are refused naming the
+//! file and the field.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::process::Command;
+
+use serde_json::Value;
+
+fn droidmesh() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_droidmesh"));
+    c.env_remove("OPENAI_API_KEY").env("RUST_LOG", "error");
+    c
+}
+
+/// Runs the built-in suite with `agent` (2 seeds) and returns its JSON report and its output.
+fn eval(agent: Option<&str>, extra: &[&str]) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut cmd = droidmesh();
+    cmd.args(["eval", "--seeds", "2", "--parallel", "3", "--json"])
+        .arg(&json)
+        .args(extra);
+    if let Some(a) = agent {
+        cmd.args(["--agent", a]);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (report, text)
+}
+
+fn tasks(report: &Value) -> &Vec<Value> {
+    report["tasks"].as_array().unwrap()
+}
+
+/// The templates of the built-in suite that start satisfied.
+fn satisfied_at_start() -> Vec<String> {
+    let families = droidmesh_eval::builtin().unwrap();
+    families
+        .iter()
+        .flat_map(|f| {
+            f.templates
+                .iter()
+                .filter(|t| t.satisfied_at_start)
+                .map(move |t| format!("{}/{}", f.name, t.id))
+        })
+        .collect()
+}
+
+#[test]
+fn without_a_model_the_oracles_run_and_every_check_passes() {
+    let (report, text) = eval(None, &[]);
+    assert!(text.contains("no model is configured"), "{text}");
+    assert!(text.contains("not a model"), "{text}");
+    assert_eq!(report["agent"], "scripted oracle");
+    let tasks = tasks(&report);
+    assert!(tasks.len() >= 16, "{}", tasks.len());
+    for t in tasks {
+        assert_eq!(t["success"], true, "{t}");
+        assert_eq!(t["score"], 1.0, "{t}");
+        assert!(t["steps"].as_u64().unwrap() >= 2, "{t}");
+        assert!(t["error"].is_null(), "{t}");
+    }
+    assert_eq!(report["summary"]["successes"], tasks.len());
+    assert!(
+        text.contains(&format!("{0} of {0} succeeded: 100.0%", tasks.len())),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_do_nothing_agent_passes_only_tasks_that_start_satisfied_whatever_it_claims() {
+    let (report, _) = eval(Some("noop"), &[]);
+    let satisfied = satisfied_at_start();
+    assert!(!satisfied.is_empty());
+    for t in tasks(&report) {
+        let template = t["template"].as_str().unwrap();
+        assert_eq!(
+            t["success"].as_bool().unwrap(),
+            satisfied.iter().any(|s| s == template),
+            "{t}"
+        );
+        assert_eq!(t["agent_claimed_success"], true, "{t}");
+    }
+}
+
+#[test]
+fn every_near_miss_fails_and_a_composite_scores_what_was_done() {
+    let (report, _) = eval(Some("near-miss"), &[]);
+    for t in tasks(&report) {
+        assert_eq!(t["success"], false, "{t}");
+        assert!(t["error"].is_null(), "{t}");
+    }
+    let offline = tasks(&report)
+        .iter()
+        .find(|t| t["template"] == "settings/offline")
+        .unwrap();
+    assert!(
+        (offline["score"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9,
+        "{offline}"
+    );
+    assert!(
+        offline["finding"]
+            .as_str()
+            .unwrap()
+            .contains("2 of 3 parts done; global mobile_data is 1; the task wants 0"),
+        "{offline}"
+    );
+}
+
+#[test]
+fn a_run_is_reproducible_from_its_seeds_and_written_as_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("run.xml");
+    let (a, _) = eval(
+        Some("near-miss"),
+        &[
+            "--tasks",
+            "settings/wifi*",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    let (b, _) = eval(Some("near-miss"), &["--tasks", "settings/wifi*"]);
+    let strip = |r: &Value| -> Vec<Value> {
+        tasks(r)
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                for timing in ["wall_ms", "model_ms"] {
+                    t.as_object_mut().unwrap().remove(timing);
+                }
+                t
+            })
+            .collect()
+    };
+    assert_eq!(strip(&a), strip(&b));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"droidmesh eval\" tests=\"6\" failures=\"6\""),
+        "{xml}"
+    );
+    assert!(xml.contains("name=\"settings/wifi#0\""), "{xml}");
+}
+
+#[test]
+fn a_task_file_with_a_mistake_is_refused_naming_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        "family = \"mine\"\n[[task]]\nid = \"t\"\ngoal = \"Turn {{state}} Wi-Fi\"\nmax_steps = 3\ncheck.setting = { name = \"global:wifi_on\", equals = \"1\" }\noracle = [\"complete(true, 'x')\"]\n",
+    )
+    .unwrap();
+    let out = droidmesh()
+        .args(["eval", "--suite"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mine.toml: task[0] (t).goal"), "{err}");
+    assert!(err.contains("{{state}}"), "{err}");
+    let out = droidmesh()
+        .args(["eval", "--tasks", "nothing/*"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no task matches") && err.contains("settings/wifi"),
+        "{err}"
+    );
+}
