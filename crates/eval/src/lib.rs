@@ -7,6 +7,7 @@
 pub mod check;
 pub mod params;
 pub mod render;
+pub mod rows;
 pub mod stats;
 pub mod task;
 

@@ -36,6 +36,7 @@ async fn satisfy(phone: &Sim, check: &Check) {
                 Box::pin(satisfy(phone, c)).await;
             }
         }
+        other => panic!("the settings family has only setting checks, found {other:?}"),
     }
 }
 
@@ -53,7 +54,7 @@ async fn every_check_fails_where_its_task_starts_and_passes_once_the_goal_holds(
     assert!(instances.len() >= 16, "{}", instances.len());
     for inst in &instances {
         set_up(&phone, inst).await.unwrap();
-        let start = inst.check.run(&phone).await.unwrap();
+        let start = inst.check.run(&phone, "").await.unwrap();
         assert_eq!(
             start.success, inst.satisfied_at_start,
             "{}: at the start the check found {}",
@@ -63,7 +64,7 @@ async fn every_check_fails_where_its_task_starts_and_passes_once_the_goal_holds(
             assert!(start.score < 1.0, "{}: {}", inst.id, start.detail);
         }
         satisfy(&phone, &inst.check).await;
-        let done = inst.check.run(&phone).await.unwrap();
+        let done = inst.check.run(&phone, "").await.unwrap();
         assert!(
             done.success && done.score == 1.0,
             "{}: {}",
@@ -92,7 +93,7 @@ async fn a_composite_goal_scores_the_fraction_done_and_names_what_is_missing() {
         .shell("settings put global airplane_mode_on 1")
         .await
         .unwrap();
-    let f = inst.check.run(&phone).await.unwrap();
+    let f = inst.check.run(&phone, "").await.unwrap();
     assert!(!f.success);
     assert!((f.score - 1.0 / 3.0).abs() < 1e-9, "{}", f.score);
     assert!(
@@ -177,4 +178,58 @@ oracle = ["complete(true, 'done')"]
         );
         assert!(e.message.contains(words), "{e}");
     }
+}
+
+#[tokio::test]
+async fn file_and_answer_checks_read_the_phone_and_the_answer() {
+    let fleet = droidmesh_sim::start(SimOptions {
+        base_port: 0,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let phone = Sim(fleet.devices()[0].clone());
+    let parse = |toml: &str| -> Check {
+        #[derive(serde::Deserialize)]
+        struct W {
+            check: Check,
+        }
+        let w: W = toml::from_str(toml).unwrap();
+        assert_eq!(w.check.problem(), None);
+        w.check
+    };
+    let file = parse(r#"check.file = { path = "/sdcard/Notes/list.md", contains = "milk" }"#);
+    let f = file.run(&phone, "").await.unwrap();
+    assert!(
+        !f.success && f.detail.contains("does not exist"),
+        "{}",
+        f.detail
+    );
+    phone.shell("mkdir -p /sdcard/Notes").await.unwrap();
+    phone
+        .shell("echo 'eggs and milk' > /sdcard/Notes/list.md")
+        .await
+        .unwrap();
+    let f = file.run(&phone, "").await.unwrap();
+    assert!(f.success, "{}", f.detail);
+    let gone = parse(r#"check.no_file = { path = "/sdcard/Notes/list.md" }"#);
+    assert!(!gone.run(&phone, "").await.unwrap().success);
+    phone.shell("rm /sdcard/Notes/list.md").await.unwrap();
+    assert!(gone.run(&phone, "").await.unwrap().success);
+
+    let answer = parse(r#"check.answer = { contains = "Ada  Lovelace" }"#);
+    assert!(
+        answer
+            .run(&phone, "Your high priority contact is ada lovelace.")
+            .await
+            .unwrap()
+            .success
+    );
+    let f = answer.run(&phone, "Alan Turing").await.unwrap();
+    assert!(
+        !f.success && f.detail.contains("does not name"),
+        "{}",
+        f.detail
+    );
+    fleet.shutdown().await;
 }

@@ -329,7 +329,7 @@ async fn run_one(
             return TaskRecord::failed(inst, e, started.elapsed());
         }
     }
-    match inst.check.run(&sim).await {
+    match inst.check.run(&sim, &record.agent_answer).await {
         Ok(f) => record.found(f),
         Err(e) => {
             return TaskRecord::failed(inst, format!("the check failed: {e}"), started.elapsed());
