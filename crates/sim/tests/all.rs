@@ -6,6 +6,7 @@ mod determinism;
 mod flow;
 mod fuzz;
 mod portal;
+mod records;
 mod shell;
 mod stdin;
 mod timing;
