@@ -3,6 +3,7 @@
 //! gRPC-to-HTTP mapping, so a client reads the same refusal on either face.
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use droidmesh_runtime::ServiceErrorCode;
 use http::{HeaderValue, StatusCode, header};
 use tonic::{Code, Status};
 
@@ -108,22 +109,7 @@ impl From<Status> for ApiError {
 pub fn code_name(code: Code) -> &'static str {
     match code {
         Code::Ok => "OK",
-        Code::Cancelled => "CANCELLED",
-        Code::Unknown => "UNKNOWN",
-        Code::InvalidArgument => "INVALID_ARGUMENT",
-        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Code::NotFound => "NOT_FOUND",
-        Code::AlreadyExists => "ALREADY_EXISTS",
-        Code::PermissionDenied => "PERMISSION_DENIED",
-        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::Aborted => "ABORTED",
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::Unimplemented => "UNIMPLEMENTED",
-        Code::Internal => "INTERNAL",
-        Code::Unavailable => "UNAVAILABLE",
-        Code::DataLoss => "DATA_LOSS",
-        Code::Unauthenticated => "UNAUTHENTICATED",
+        code => ServiceErrorCode::from_grpc(code).name(),
     }
 }
 
@@ -148,23 +134,12 @@ pub const CODE_NAMES: [&str; 17] = [
     "UNAUTHENTICATED",
 ];
 
-/// The HTTP status of a gRPC code (google.rpc's mapping; FAILED_PRECONDITION is 409, as the
-/// gateway uses it for a busy device: the request is sound, the state conflicts).
+/// The HTTP status of a gRPC code: the one mapping every service's errors follow
+/// ([`ServiceErrorCode::http_status`]), so a refusal reads the same on either face.
 pub fn http_status(code: Code) -> StatusCode {
     match code {
         Code::Ok => StatusCode::OK,
-        // nginx's "client closed request": the call was cancelled, not refused.
-        Code::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
-        Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
-        Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
-        Code::NotFound => StatusCode::NOT_FOUND,
-        Code::AlreadyExists | Code::Aborted | Code::FailedPrecondition => StatusCode::CONFLICT,
-        Code::PermissionDenied => StatusCode::FORBIDDEN,
-        Code::Unauthenticated => StatusCode::UNAUTHORIZED,
-        Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
-        Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
-        Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
+        code => ServiceErrorCode::from_grpc(code).http_status(),
     }
 }
 
@@ -191,6 +166,10 @@ mod tests {
             assert_eq!(http_status(code).as_u16(), status, "{code:?}");
             assert_eq!(code_name(code), name);
             assert!(CODE_NAMES.contains(&name));
+        }
+        for code in ServiceErrorCode::ALL {
+            assert!(CODE_NAMES.contains(&code.name()), "{code:?}");
+            assert_eq!(http_status(code.grpc()), code.http_status());
         }
         let e = ApiError::from_status(&Status::not_found("no task with id 'x'"));
         assert_eq!(
