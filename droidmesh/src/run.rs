@@ -105,6 +105,12 @@ fn replay_llm(cassette: &std::path::Path, model: &str) -> Result<droidmesh_llm::
     Ok(llm)
 }
 
+/// Where `--record` writes and `--replay` reads a cassette.
+pub(crate) struct CassetteFlags<'a> {
+    pub record: Option<&'a std::path::Path>,
+    pub replay: Option<&'a std::path::Path>,
+}
+
 /// Applies `--replay` and `--record` to the embedded mesh's `[llm]` config.
 fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -> Result<()> {
     if args.gateway.is_some() && (args.record.is_some() || args.replay.is_some()) {
@@ -112,7 +118,21 @@ fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -
             "--record and --replay apply to the embedded mesh; a remote gateway's agents use their own [llm] config"
         );
     }
-    if let Some(path) = &args.replay {
+    let flags = CassetteFlags {
+        record: args.record.as_deref(),
+        replay: args.replay.as_deref(),
+    };
+    apply_cassettes(&flags, config, live_flags)
+}
+
+/// `--replay`: every agent plays the cassette; `--record`: every live provider the agents use
+/// records its answers to it.
+pub(crate) fn apply_cassettes(
+    args: &CassetteFlags<'_>,
+    config: &mut Config,
+    live_flags: bool,
+) -> Result<()> {
+    if let Some(path) = args.replay {
         // Read now: a missing or malformed file is refused before the mesh starts.
         let cassette = droidmesh_llm::Cassette::load(path)
             .with_context(|| format!("--replay {}", path.display()))?;
@@ -134,7 +154,7 @@ fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -
         );
         config.llm = Some(replay_llm(path, "recorded")?);
     }
-    if let Some(path) = &args.record {
+    if let Some(path) = args.record {
         if !live_flags && config.llm.is_none() && !api_key_in_env() {
             anyhow::bail!(
                 "--record needs a live model: pass --llm-url/--model, set OPENAI_API_KEY, or configure [llm]"
@@ -150,7 +170,7 @@ fn apply_cassette_flags(args: &RunArgs, config: &mut Config, live_flags: bool) -
             llm.profiles.values().map(|p| p.provider.clone()).collect();
         for (name, provider) in &mut llm.providers {
             if used.contains(name) && provider.wire != droidmesh_llm::WireFormat::Replay {
-                provider.record_to = Some(path.clone());
+                provider.record_to = Some(path.to_path_buf());
             }
         }
         say!("note: recording every model answer to {}", path.display());

@@ -178,3 +178,54 @@ fn a_task_file_with_a_mistake_is_refused_naming_the_file_and_field() {
         "{err}"
     );
 }
+
+#[test]
+fn a_recorded_run_replays_to_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("oracle.json");
+    let cassette_arg = cassette.to_str().unwrap();
+    // Seeds that draw the same goal run one after another, so each answer replays to its task.
+    let (recorded, text) = eval(
+        Some("oracle"),
+        &[
+            "--tasks",
+            "settings/wifi*",
+            "--tasks",
+            "settings/dark_theme",
+            "--record",
+            cassette_arg,
+        ],
+    );
+    assert!(text.contains("recording every model answer"), "{text}");
+    let (replayed, text) = eval(
+        None,
+        &[
+            "--tasks",
+            "settings/wifi*",
+            "--tasks",
+            "settings/dark_theme",
+            "--replay",
+            cassette_arg,
+        ],
+    );
+    assert!(text.contains("no live model is called"), "{text}");
+    assert!(
+        replayed["agent"].as_str().unwrap().starts_with("replay of"),
+        "{}",
+        replayed["agent"]
+    );
+    let strip = |r: &Value| -> Vec<Value> {
+        tasks(r)
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                for timing in ["wall_ms", "model_ms"] {
+                    t.as_object_mut().unwrap().remove(timing);
+                }
+                t
+            })
+            .collect()
+    };
+    assert_eq!(strip(&recorded), strip(&replayed));
+    assert!(tasks(&replayed).iter().all(|t| t["success"] == true));
+}

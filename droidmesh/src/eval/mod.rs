@@ -62,6 +62,15 @@ pub struct EvalArgs {
     /// Write the run as JUnit XML.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Record every model answer of the run to a cassette (a live model, or a scripted
+    /// agent). Tasks with the same goal run one after another, so a replay pairs each answer
+    /// with the task that got it.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Replay a cassette recorded with --record instead of calling a model: the run
+    /// reproduces the recorded one (timings aside).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["agent"])]
+    pub replay: Option<PathBuf>,
     /// List the selected task instances and their goals, and run nothing.
     #[arg(long)]
     pub list: bool,
@@ -128,7 +137,15 @@ pub async fn eval(args: EvalArgs, mut config: Config) -> Result<bool> {
         std::env::var(var).is_ok_and(|k| !k.trim().is_empty())
     })?;
     let mut agent = args.agent;
-    if agent.is_none() && !flagged && config.llm.is_none() && !crate::run::api_key_in_env() {
+    if args.replay.is_some() && flagged {
+        bail!("--replay plays a cassette instead of calling a model: drop the model flags");
+    }
+    if agent.is_none()
+        && args.replay.is_none()
+        && !flagged
+        && config.llm.is_none()
+        && !crate::run::api_key_in_env()
+    {
         say!("note: no model is configured (no [llm] section, no OPENAI_API_KEY, no --llm-url).");
         say!("      Running the suite's scripted solutions (--agent oracle): this measures the");
         say!("      mesh and the suite's checks on the simulated phones, not a model.");
@@ -148,9 +165,15 @@ pub async fn eval(args: EvalArgs, mut config: Config) -> Result<bool> {
         }
         None => None,
     };
-    let agent_name = match &scripted {
-        Some((kind, _)) => format!("scripted {}", kind.name()),
-        None => model_name(&config),
+    let cassettes = crate::run::CassetteFlags {
+        record: args.record.as_deref(),
+        replay: args.replay.as_deref(),
+    };
+    crate::run::apply_cassettes(&cassettes, &mut config, flagged || scripted.is_some())?;
+    let agent_name = match (&scripted, &args.replay) {
+        (Some((kind, _)), _) => format!("scripted {}", kind.name()),
+        (None, Some(path)) => format!("replay of {}", path.display()),
+        (None, None) => model_name(&config),
     };
     crate::run::embed(&mut config).await;
     // Every task runs on a simulated phone it can reset: phones attached otherwise are not used.
@@ -244,42 +267,72 @@ async fn run_all(
         ..ClientOptions::default()
     };
     let client = GatewayClient::new(droidmesh_runtime::connect(endpoint, &opts)?);
-    let (free_tx, mut free_rx) = tokio::sync::mpsc::channel(phones.len().max(1));
+    let (free_tx, free_rx) = tokio::sync::mpsc::channel(phones.len().max(1));
     for p in phones {
         free_tx.send(p).await.context("the phone pool closed")?;
     }
     let total = instances.len();
     let progress = Arc::new(std::sync::Mutex::new((0usize, 0usize)));
+    let free_rx = Arc::new(tokio::sync::Mutex::new(free_rx));
     let mut running = tokio::task::JoinSet::new();
-    for (index, inst) in instances.into_iter().enumerate() {
-        let phone = free_rx.recv().await.context("the phone pool closed")?;
-        let (client, free_tx, progress) = (client.clone(), free_tx.clone(), progress.clone());
+    for chain in same_goal_chains(instances) {
+        let (client, free_tx, free_rx) = (client.clone(), free_tx.clone(), free_rx.clone());
+        let progress = progress.clone();
         let (mode, max_steps, timeout) = (args.reasoning, args.max_steps, args.task_timeout);
         running.spawn(async move {
-            let record = run_one(client, &phone, &inst, mode, max_steps, timeout).await;
-            let _ = free_tx.send(phone).await;
-            let (done, failed) = {
-                let mut p = progress.lock().unwrap_or_else(|p| p.into_inner());
-                p.0 += 1;
-                p.1 += usize::from(!record.success);
-                *p
-            };
-            say!(
-                "[{done}/{total} done, {failed} failed, {:.1} s] {} {}: {}",
-                started.elapsed().as_secs_f64(),
-                record.id,
-                if record.success { "passed" } else { "FAILED" },
-                record.finding
-            );
-            (index, record)
+            let mut done = Vec::with_capacity(chain.len());
+            for (index, inst) in chain {
+                let Some(phone) = free_rx.lock().await.recv().await else {
+                    break;
+                };
+                let record = run_one(client.clone(), &phone, &inst, mode, max_steps, timeout).await;
+                let _ = free_tx.send(phone).await;
+                let (finished, failed) = {
+                    let mut p = progress.lock().unwrap_or_else(|p| p.into_inner());
+                    p.0 += 1;
+                    p.1 += usize::from(!record.success);
+                    *p
+                };
+                say!(
+                    "[{finished}/{total} done, {failed} failed, {:.1} s] {} {}: {}",
+                    started.elapsed().as_secs_f64(),
+                    record.id,
+                    if record.success { "passed" } else { "FAILED" },
+                    record.finding
+                );
+                done.push((index, record));
+            }
+            done
         });
     }
     let mut records: Vec<Option<TaskRecord>> = vec![None; total];
     while let Some(joined) = running.join_next().await {
-        let (index, record) = joined.context("a task's runner stopped")?;
-        records[index] = Some(record);
+        for (index, record) in joined.context("a task's runner stopped")? {
+            records[index] = Some(record);
+        }
+    }
+    if records.iter().any(Option::is_none) {
+        bail!("the phone pool closed before every task ran");
     }
     Ok(records.into_iter().flatten().collect())
+}
+
+/// The instances grouped by goal, each group in suite order: tasks with the same goal (the
+/// same template drawn the same way by two seeds) run one after another, so a model's
+/// answers, recorded or replayed by prompt, stay paired with the task that got them.
+fn same_goal_chains(instances: Vec<Instance>) -> Vec<Vec<(usize, Instance)>> {
+    let mut chains: Vec<Vec<(usize, Instance)>> = Vec::new();
+    let mut by_goal: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (index, inst) in instances.into_iter().enumerate() {
+        match by_goal.get(&inst.goal) {
+            Some(&c) => chains[c].push((index, inst)),
+            None => {
+                by_goal.insert(inst.goal.clone(), chains.len());
+                chains.push(vec![(index, inst)]);
+            }
+        }
+    }
+    chains
 }
 
 /// One instance: reset and set up its phone, run it through the gateway, check the phone.
