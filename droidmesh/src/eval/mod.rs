@@ -355,6 +355,7 @@ async fn run_one(
         return TaskRecord::failed(inst, format!("setup failed: {e}"), started.elapsed());
     }
     let mut record = TaskRecord::new(inst);
+    record.setup_us = started.elapsed().as_micros() as u64;
     let request = TaskRequest {
         goal: inst.goal.clone(),
         device: phone.addr.to_string(),

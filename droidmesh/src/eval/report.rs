@@ -28,6 +28,8 @@ pub struct TaskRecord {
     pub model_calls: u64,
     pub model_ms: u64,
     pub wall_ms: u64,
+    /// Resetting the phone and running the task's setup, in microseconds.
+    pub setup_us: u64,
     /// The task ran, but setting it up or checking it failed (not the agent's doing).
     pub error: Option<String>,
 }
@@ -61,6 +63,7 @@ impl TaskRecord {
             model_calls: 0,
             model_ms: 0,
             wall_ms: 0,
+            setup_us: 0,
             error: None,
         }
     }
@@ -98,6 +101,8 @@ pub struct Summary {
     pub wall_ms: u64,
     pub model_ms: u64,
     pub wall_ms_per_success: Option<f64>,
+    /// The median time to reset a phone and set its task up, in microseconds.
+    pub setup_us_p50: u64,
 }
 
 impl Summary {
@@ -130,6 +135,11 @@ impl Summary {
             wall_ms,
             model_ms: tasks.iter().map(|t| t.model_ms).sum(),
             wall_ms_per_success: per(wall_ms as f64),
+            setup_us_p50: {
+                let mut s: Vec<u64> = tasks.iter().map(|t| t.setup_us).collect();
+                s.sort_unstable();
+                s.get(s.len() / 2).copied().unwrap_or(0)
+            },
         }
     }
 }
@@ -181,9 +191,10 @@ pub fn table(report: &Report) -> String {
         ));
     }
     out.push_str(&format!(
-        "\nwall time {:.1} s, of it {:.1} s in model calls (summed over tasks)\n",
+        "\nwall time {:.1} s, of it {:.1} s in model calls (summed over tasks); a phone reset and set up in {:.1} ms (median)\n",
         s.wall_ms as f64 / 1000.0,
-        s.model_ms as f64 / 1000.0
+        s.model_ms as f64 / 1000.0,
+        s.setup_us_p50 as f64 / 1000.0
     ));
     out
 }
