@@ -34,6 +34,9 @@ pub struct App {
     /// How long its screens take to change when the simulator runs in real time.
     #[serde(default)]
     pub timing: Timing,
+    /// Content providers over its record sets (`content query --uri …`).
+    #[serde(default)]
+    pub providers: Vec<crate::providers::Provider>,
 }
 
 /// An app's transition times, in milliseconds; used only when the simulator runs in real
@@ -125,6 +128,11 @@ pub enum Widget {
         lines: u32,
         #[serde(default)]
         password: bool,
+        /// The text the field holds each time its screen opens (expanded like `text`, so
+        /// `{item:COLUMN}` starts an edit form with the record's value); without it the
+        /// field keeps what was typed.
+        #[serde(default)]
+        value: Option<String>,
     },
     Button {
         #[serde(default)]
@@ -141,6 +149,13 @@ pub enum Widget {
         summary: String,
         #[serde(default)]
         goto: String,
+        /// Only records whose column equals the expanded template (`{ address =
+        /// "{item:address}" }`).
+        #[serde(default)]
+        filter: BTreeMap<String, String>,
+        /// Order by this column (`COLUMN` or `COLUMN DESC`); records' own order otherwise.
+        #[serde(default)]
+        sort: String,
     },
     Grid,
 }
@@ -173,12 +188,110 @@ pub enum Action {
         target: String,
     },
     Back,
+    /// Stop (the actions after it do not run) with a `status` line unless every field has text.
+    Need {
+        fields: Vec<String>,
+    },
+    /// Add a record to a set of this app, columns set from expanded templates.
+    AddRecord {
+        source: String,
+        set: Vec<Assign>,
+    },
+    /// Update the first record of `source` whose first assigned column has that value, or add
+    /// one; `insert_only` columns are set only when it is added.
+    PutRecord {
+        source: String,
+        set: Vec<Assign>,
+        insert_only: Vec<Assign>,
+    },
+    /// Change the record the screen was opened from.
+    UpdateRecord {
+        set: Vec<Assign>,
+    },
+    /// Delete the record the screen was opened from.
+    DeleteRecord,
+    /// Several actions in order (`a; b`), stopping at the first that fails.
+    Seq(Vec<Action>),
+}
+
+/// `COLUMN=TEMPLATE`: a record column and the text (expanded like a widget's) it gets.
+pub type Assign = (String, String);
+
+/// Most actions one `;` sequence holds.
+pub const MAX_ACTIONS: usize = 16;
+
+fn assigns(words: &[&str], s: &str) -> Result<(Vec<Assign>, Vec<Assign>), String> {
+    let mut set = Vec::new();
+    let mut insert_only = Vec::new();
+    for w in words {
+        let (column, template) = w
+            .split_once('=')
+            .filter(|(c, _)| !c.is_empty())
+            .ok_or_else(|| format!("action '{s}': expected COLUMN=TEMPLATE, found '{w}'"))?;
+        match column.strip_prefix('?') {
+            Some(c) if !c.is_empty() => insert_only.push((c.to_owned(), template.to_owned())),
+            _ => set.push((column.to_owned(), template.to_owned())),
+        }
+    }
+    Ok((set, insert_only))
 }
 
 impl Action {
     pub fn parse(s: &str) -> Result<Self, String> {
+        if s.contains(';') {
+            let parts: Vec<&str> = s.split(';').filter(|p| !p.trim().is_empty()).collect();
+            if parts.len() > MAX_ACTIONS {
+                return Err(format!(
+                    "action '{s}' has {} steps; at most {MAX_ACTIONS} are allowed",
+                    parts.len()
+                ));
+            }
+            let steps = parts
+                .into_iter()
+                .map(Self::parse_one)
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Self::Seq(steps));
+        }
+        Self::parse_one(s)
+    }
+
+    fn parse_one(s: &str) -> Result<Self, String> {
         let words: Vec<&str> = s.split_whitespace().collect();
+        let plain = |w: &[&str]| -> Result<Vec<Assign>, String> {
+            let (set, insert_only) = assigns(w, s)?;
+            if insert_only.is_empty() {
+                Ok(set)
+            } else {
+                Err(format!(
+                    "action '{s}': only put_record takes ?COLUMN=TEMPLATE"
+                ))
+            }
+        };
         match words.as_slice() {
+            ["need", fields @ ..] if !fields.is_empty() => Ok(Self::Need {
+                fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            }),
+            ["add_record", source, rest @ ..] if !rest.is_empty() => Ok(Self::AddRecord {
+                source: (*source).into(),
+                set: plain(rest)?,
+            }),
+            ["put_record", source, rest @ ..] => {
+                let (set, insert_only) = assigns(rest, s)?;
+                if set.is_empty() {
+                    return Err(format!(
+                        "action '{s}': put_record needs a KEY=TEMPLATE first"
+                    ));
+                }
+                Ok(Self::PutRecord {
+                    source: (*source).into(),
+                    set,
+                    insert_only,
+                })
+            }
+            ["update_record", rest @ ..] if !rest.is_empty() => {
+                Ok(Self::UpdateRecord { set: plain(rest)? })
+            }
+            ["delete_record"] => Ok(Self::DeleteRecord),
             ["save", field, path] => Ok(Self::Save {
                 field: (*field).into(),
                 path: (*path).into(),
@@ -192,7 +305,7 @@ impl Action {
             }),
             ["back"] => Ok(Self::Back),
             _ => Err(format!(
-                "unknown action '{s}': expected 'save FIELD PATH', 'clear FIELD', 'append FIELD TARGET' or 'back'"
+                "unknown action '{s}': expected 'save FIELD PATH', 'clear FIELD', 'append FIELD TARGET', 'back', 'need FIELD...', 'add_record SET COLUMN=TEMPLATE...', 'put_record SET KEY=TEMPLATE [?]COLUMN=TEMPLATE...', 'update_record COLUMN=TEMPLATE...' or 'delete_record'"
             )),
         }
     }
@@ -245,12 +358,25 @@ impl AppSet {
                     "a transition of {longest} ms is longer than {MAX_TRANSITION_MS} ms"
                 )));
             }
+            for (name, rows) in &app.data {
+                if rows.len() > crate::records::MAX_RECORDS {
+                    return Err(at(format!(
+                        "data '{name}' has {} records; at most {} are allowed",
+                        rows.len(),
+                        crate::records::MAX_RECORDS
+                    )));
+                }
+            }
+            for p in &app.providers {
+                p.check(app).map_err(&at)?;
+            }
             for screen in &app.screens {
                 for w in &screen.widgets {
                     let target = match w {
                         Widget::Row { goto, action, .. } => {
                             if !action.is_empty() {
-                                Action::parse(action).map_err(&at)?;
+                                check_action(app, &Action::parse(action).map_err(&at)?)
+                                    .map_err(&at)?;
                             }
                             goto
                         }
@@ -263,7 +389,7 @@ impl AppSet {
                             goto
                         }
                         Widget::Button { action, .. } => {
-                            Action::parse(action).map_err(&at)?;
+                            check_action(app, &Action::parse(action).map_err(&at)?).map_err(&at)?;
                             continue;
                         }
                         Widget::Switch { setting, .. } => {
@@ -282,6 +408,21 @@ impl AppSet {
             }
         }
         Ok(())
+    }
+}
+
+/// Refuses an action that names a record set the app does not have.
+fn check_action(app: &App, action: &Action) -> Result<(), String> {
+    match action {
+        Action::AddRecord { source, .. } | Action::PutRecord { source, .. }
+            if !app.data.contains_key(source) =>
+        {
+            Err(format!(
+                "action names record set '{source}', which is not in its data"
+            ))
+        }
+        Action::Seq(steps) => steps.iter().try_for_each(|a| check_action(app, a)),
+        _ => Ok(()),
     }
 }
 
@@ -322,5 +463,24 @@ mod tests {
         assert!(err.contains("nowhere"), "{err}");
         assert!(AppSet::from_toml("apps = 3").is_err());
         assert!(Action::parse("launch rockets").is_err());
+        for bad in [
+            "add_record contacts",
+            "add_record contacts name",
+            "update_record ?name=x",
+            "put_record conversations ?name=x",
+            "need",
+            &"back;".repeat(MAX_ACTIONS + 1),
+        ] {
+            assert!(Action::parse(bad).is_err(), "{bad}");
+        }
+        let unknown_set = DEFAULT_APPS.replace("add_record contacts", "add_record friends");
+        let err = AppSet::from_toml(&unknown_set).unwrap_err().to_string();
+        assert!(err.contains("'friends'"), "{err}");
+        let bad_provider = DEFAULT_APPS.replace("source = \"sms\"", "source = \"mms\"");
+        let err = AppSet::from_toml(&bad_provider).unwrap_err().to_string();
+        assert!(
+            err.contains("provider content://sms") && err.contains("'mms'"),
+            "{err}"
+        );
     }
 }

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::apps::{Action, AppSet};
+use crate::clock::Clock;
 use crate::fs::Fs;
 use crate::layout;
 use crate::procs::Procs;
+use crate::records::{Record, Records};
 use crate::view::{NAV_BAR_TOP, Tap, View, WIDTH};
 
 /// One entry of the back stack.
@@ -15,7 +17,8 @@ use crate::view::{NAV_BAR_TOP, Tap, View, WIDTH};
 pub struct Frame {
     pub app: usize,
     pub screen: usize,
-    /// The list record the screen was opened from.
+    /// The `_id` of the list record the screen was opened from (kept by screens opened from
+    /// it, such as an edit form).
     pub item: Option<usize>,
     pub scroll: i32,
 }
@@ -57,6 +60,10 @@ pub struct Device {
     /// Setting changes that land later (switches with a delay), oldest first, at most
     /// [`PENDING_KEPT`].
     pub pending: VecDeque<(Instant, String, String)>,
+    /// This phone's copy of its apps' record sets ([`crate::records`]).
+    pub records: Records,
+    /// The phone's clock ([`crate::clock`]).
+    pub clock: Clock,
 }
 
 /// Delayed setting changes kept; one more applies the oldest at once.
@@ -178,7 +185,10 @@ impl Device {
         }
         props.insert("ro.serialno".into(), serial.to_owned());
         let settings = apps.settings.clone();
+        let records = Records::from_apps(&apps);
         Self {
+            records,
+            clock: Clock::start(),
             apps,
             props,
             settings,
@@ -377,6 +387,7 @@ impl Device {
                     });
                 }
                 self.leave_screen();
+                self.open_form();
                 let launch = self.timing().launch_ms;
                 self.begin(launch, 0);
                 let (package, activity) = self.focus_component();
@@ -427,6 +438,7 @@ impl Device {
                     scroll: 0,
                 });
                 self.leave_screen();
+                self.open_form();
                 let open = self.timing().open_ms;
                 self.begin(0, open);
             }
@@ -461,12 +473,21 @@ impl Device {
                 self.focus = Some(key);
                 self.keyboard = true;
             }
-            Tap::Action(action) => self.act(&action),
+            Tap::Action(action) => {
+                self.act(&action);
+            }
         }
     }
 
-    fn act(&mut self, action: &Action) {
+    /// Does what a button or row says; `false` when it failed (a sequence stops there).
+    fn act(&mut self, action: &Action) -> bool {
         match action {
+            Action::Seq(steps) => return steps.iter().all(|a| self.act(a)),
+            Action::Need { .. }
+            | Action::AddRecord { .. }
+            | Action::PutRecord { .. }
+            | Action::UpdateRecord { .. }
+            | Action::DeleteRecord => return self.act_on_records(action),
             Action::Back => self.back(),
             Action::Clear { field } => {
                 let key = self.field_key(field);
@@ -495,6 +516,7 @@ impl Device {
                 }
             }
         }
+        true
     }
 
     /// A press without movement held for `duration_ms`.
@@ -583,28 +605,17 @@ impl Device {
         }
     }
 
-    /// Resolves `{prop:..}`, `{setting:ns:key}`, `{field:id}` and `{item:name}` in `text`,
+    /// Resolves `{prop:..}`, `{setting:ns:key}`, `{field:id}`, `{item:name}` and `{clock:ms}`
+    /// (the phone's time in ms) in `text`,
     /// items from the record the current screen was opened from.
     pub fn expand(&self, text: &str) -> String {
         self.expand_with(text, self.current_record())
     }
 
     /// The list record the screen in front was opened from.
-    fn current_record(&self) -> Option<&BTreeMap<String, String>> {
-        let top = self.top();
-        let i = top.item?;
-        let app = self.apps.apps.get(top.app)?;
-        let below = self.stack.iter().rev().nth(1)?;
-        let source = app
-            .screens
-            .get(below.screen)?
-            .widgets
-            .iter()
-            .find_map(|w| match w {
-                crate::apps::Widget::List { source, .. } => Some(source),
-                _ => None,
-            })?;
-        app.data.get(source)?.get(i)
+    fn current_record(&self) -> Option<&Record> {
+        let (app, source, id) = self.current_source()?;
+        self.records.get(app, source, id)
     }
 
     /// [`Device::expand`] with `{item:..}` taken from `record`.
@@ -634,6 +645,8 @@ impl Device {
                     .get(&self.field_key(f))
                     .cloned()
                     .unwrap_or_default()
+            } else if name == "clock:ms" {
+                self.clock.now_ms().to_string()
             } else if let Some(f) = name.strip_prefix("item:") {
                 record.and_then(|r| r.get(f)).cloned().unwrap_or_default()
             } else {
@@ -646,12 +659,8 @@ impl Device {
         out
     }
 
-    /// The record of list `source` at `index` in the current app.
-    pub fn records(&self, source: &str) -> &[BTreeMap<String, String>] {
-        self.apps
-            .apps
-            .get(self.top().app)
-            .and_then(|a| a.data.get(source))
-            .map_or(&[], Vec::as_slice)
+    /// The records of set `source` of the app in front.
+    pub fn records(&self, source: &str) -> &[Record] {
+        self.records.rows(self.top().app, source)
     }
 }

@@ -183,7 +183,8 @@ impl Builder<'_> {
                 action,
             } => {
                 let tap = if !goto.is_empty() {
-                    self.goto(goto, None)
+                    // A screen opened from a record's screen is about the same record.
+                    self.goto(goto, dev.top().item)
                 } else {
                     Action::parse(action).map(Tap::Action).unwrap_or_default()
                 };
@@ -220,6 +221,7 @@ impl Builder<'_> {
                 hint,
                 lines,
                 password,
+                ..
             } => {
                 let key = dev.field_key(id);
                 let value = dev.fields.get(&key).cloned().unwrap_or_default();
@@ -279,13 +281,25 @@ impl Builder<'_> {
                 text,
                 summary,
                 goto,
+                filter,
+                sort,
             } => {
-                let records = dev.records(source);
-                for (i, record) in records.iter().enumerate() {
+                let wanted: Vec<(&String, String)> =
+                    filter.iter().map(|(k, v)| (k, dev.expand(v))).collect();
+                let mut records: Vec<&crate::records::Record> = dev
+                    .records(source)
+                    .iter()
+                    .filter(|r| wanted.iter().all(|(k, v)| r.get(*k) == Some(v)))
+                    .collect();
+                if let Ok(order) = crate::query::parse_sort(sort, &|_| true) {
+                    crate::query::sort(&mut records, &order);
+                }
+                for record in records {
+                    let item = crate::records::id_of(record).and_then(|i| usize::try_from(i).ok());
                     let tap = if goto.is_empty() {
                         Tap::None
                     } else {
-                        self.goto(goto, Some(i))
+                        self.goto(goto, item)
                     };
                     let title = dev.expand_with(text, Some(record));
                     let sub = dev.expand_with(summary, Some(record));

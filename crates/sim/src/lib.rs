@@ -4,12 +4,17 @@
 //! and drawn as PNG from the same view tree; ground truth is read as on a phone
 //! (`settings get global wifi_on`, `cat /sdcard/Notes/note.txt`).
 pub mod apps;
+pub mod clock;
 mod conn;
 pub mod device;
+mod forms;
 pub mod fs;
 pub mod keyboards;
 mod layout;
 pub mod procs;
+pub mod providers;
+pub mod query;
+pub mod records;
 pub mod render;
 mod reset;
 pub mod shell;

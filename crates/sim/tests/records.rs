@@ -9,20 +9,23 @@ use droidmesh_sim::device::Device;
 use droidmesh_sim::shell::run;
 use proptest::prelude::*;
 
-const PHONES: &str = "content query --uri content://contacts/phones/ --projection display_name:number";
+const PHONES: &str =
+    "content query --uri content://contacts/phones/ --projection display_name:number";
 /// 2023-10-15 15:34:00 UTC, the clock every phone starts at.
 const START_S: i64 = 1_697_384_040;
 
 fn phone() -> Mutex<Device> {
-    Mutex::new(Device::new(
-        Arc::new(AppSet::default_set().unwrap()),
-        "sim",
-    ))
+    Mutex::new(Device::new(Arc::new(AppSet::default_set().unwrap()), "sim"))
 }
 
 fn sh(dev: &Mutex<Device>, line: &str) -> String {
     let out = run(dev, line);
-    assert_eq!(out.code, 0, "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.code,
+        0,
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -96,7 +99,14 @@ fn a_contact_added_in_the_contacts_app_is_in_the_contacts_provider() {
         "Row: 0 display_name=Zoe Muller, number=+49 30 555 0199, label=Mobile\n"
     );
     // Back on the list, the new contact is shown.
-    assert!(dev.lock().unwrap().view().nodes.iter().any(|n| n.text == "Zoe Muller"));
+    assert!(
+        dev.lock()
+            .unwrap()
+            .view()
+            .nodes
+            .iter()
+            .any(|n| n.text == "Zoe Muller")
+    );
 }
 
 #[test]
@@ -207,9 +217,23 @@ fn a_message_sent_from_a_thread_is_in_sms_sent_with_the_clocks_date() {
         "{date} is not between {t0} s and {t1} s"
     );
     // The thread shows it, and the conversation list names it as the last message.
-    assert!(dev.lock().unwrap().view().nodes.iter().any(|n| n.text == "On my way"));
+    assert!(
+        dev.lock()
+            .unwrap()
+            .view()
+            .nodes
+            .iter()
+            .any(|n| n.text == "On my way")
+    );
     sh(&dev, "input keyevent 4");
-    assert!(dev.lock().unwrap().view().nodes.iter().any(|n| n.text == "On my way"));
+    assert!(
+        dev.lock()
+            .unwrap()
+            .view()
+            .nodes
+            .iter()
+            .any(|n| n.text == "On my way")
+    );
 }
 
 #[test]
@@ -228,7 +252,14 @@ fn a_new_message_to_a_number_is_in_sms_sent() {
         "Row: 0 address=+1 555 0100, body=Hello there\n"
     );
     // The new conversation is on the list.
-    assert!(dev.lock().unwrap().view().nodes.iter().any(|n| n.text == "+1 555 0100"));
+    assert!(
+        dev.lock()
+            .unwrap()
+            .view()
+            .nodes
+            .iter()
+            .any(|n| n.text == "+1 555 0100")
+    );
 }
 
 #[test]
@@ -273,14 +304,23 @@ fn content_insert_update_and_delete_change_only_what_they_name() {
         &dev,
         "content query --uri content://contacts/phones --projection display_name --sort 'display_name DESC'",
     ));
-    assert_eq!(sorted.first().map(String::as_str), Some("display_name=Yukihiro Matsumoto"));
+    assert_eq!(
+        sorted.first().map(String::as_str),
+        Some("display_name=Yukihiro Matsumoto")
+    );
     // An SMS inserted into sent is in sent, not in the inbox.
     sh(
         &dev,
         "content insert --uri content://sms/sent --bind address:s:'+1 555 0101' --bind body:s:'hi there'",
     );
-    let sent = rows(&sh(&dev, "content query --uri content://sms/sent --projection address:body:type"));
-    assert_eq!(sent, vec!["address=+1 555 0101, body=hi there, type=2".to_owned()]);
+    let sent = rows(&sh(
+        &dev,
+        "content query --uri content://sms/sent --projection address:body:type",
+    ));
+    assert_eq!(
+        sent,
+        vec!["address=+1 555 0101, body=hi there, type=2".to_owned()]
+    );
     assert!(!sh(&dev, "content query --uri content://sms/inbox").contains("hi there"));
 }
 
@@ -329,10 +369,17 @@ fn a_bad_where_or_bind_is_refused_with_the_reason() {
     ] {
         let out = run(&dev, line);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.starts_with("Error while accessing provider:contacts\n"), "{line}: {err}");
+        assert!(
+            err.starts_with("Error while accessing provider:contacts\n"),
+            "{line}: {err}"
+        );
         assert!(out.stdout.is_empty(), "{line}");
     }
-    assert_eq!(sh(&dev, PHONES), before, "a refused command changed nothing");
+    assert_eq!(
+        sh(&dev, PHONES),
+        before,
+        "a refused command changed nothing"
+    );
 }
 
 /// `s` inside single quotes for the shell.

@@ -310,7 +310,7 @@ fn command(
         } else {
             "Linux\n"
         }),
-        "date" => toybox::date(args),
+        "date" => toybox::date(dev.clock.now_ms(), args),
         _ => Output::fail(
             127,
             format!("/system/bin/sh: {cmd}: inaccessible or not found"),

@@ -241,50 +241,13 @@ pub(super) fn ls(dev: &Device, args: &[String]) -> Output {
     out
 }
 
-/// `date` and `date +FORMAT`. The simulated phone keeps no clock: it is always
-/// 2026-01-01 00:00:00 UTC.
-pub(super) fn date(args: &[String]) -> Output {
-    let Some(format) = args.iter().find_map(|a| a.strip_prefix('+')) else {
-        return Output::ok("Thu Jan  1 00:00:00 UTC 2026\n");
-    };
-    let mut out = String::new();
-    let mut it = format.chars();
-    while let Some(c) = it.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let s = match it.next() {
-            Some('Y') => "2026",
-            Some('y') => "26",
-            Some('m') => "01",
-            Some('d') => "01",
-            Some('e') => " 1",
-            Some('H' | 'M' | 'S') => "00",
-            Some('T') => "00:00:00",
-            Some('F') => "2026-01-01",
-            Some('D') => "01/01/26",
-            Some('z') => "+0000",
-            Some('Z') => "UTC",
-            Some('s') => "1767225600",
-            Some('N') => "000000000",
-            Some('a') => "Thu",
-            Some('A') => "Thursday",
-            Some('b' | 'h') => "Jan",
-            Some('B') => "January",
-            Some('j') => "001",
-            Some('u') => "4",
-            Some('%') => "%",
-            Some('n') => "\n",
-            Some(o) => {
-                out.push('%');
-                out.push(o);
-                continue;
-            }
-            None => "%",
-        };
-        out.push_str(s);
-    }
+/// `date` and `date +FORMAT`: the phone's clock ([`crate::clock`]), in UTC.
+pub(super) fn date(now_ms: i64, args: &[String]) -> Output {
+    let format = args
+        .iter()
+        .find_map(|a| a.strip_prefix('+'))
+        .unwrap_or(crate::clock::DEFAULT_FORMAT);
+    let mut out = crate::clock::format(now_ms, format);
     out.push('\n');
     Output::ok(out)
 }

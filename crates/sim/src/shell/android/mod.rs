@@ -15,6 +15,7 @@ mod package;
 mod pm;
 pub mod portal;
 mod process;
+mod providers;
 mod system;
 mod ui;
 mod window;

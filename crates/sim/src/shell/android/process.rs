@@ -133,7 +133,8 @@ pub(super) fn app_process(dev: &mut Device, args: &[String], env: &[(String, Str
 
 /// `content query|insert|update|delete|call --uri content://AUTHORITY/...`: the companion
 /// answers queries of its own authority and takes text for its keyboard when the phone has it
-/// (`Device::portal`); every other provider is missing. The error goes to stderr and `content` exits 0, as on a
+/// (`Device::portal`); the apps' providers answer for their records ([`super::providers`]);
+/// every other provider is missing. The error goes to stderr and `content` exits 0, as on a
 /// phone.
 pub(super) fn content(dev: &mut Device, args: &[String]) -> Output {
     let uri = args
@@ -165,6 +166,9 @@ pub(super) fn content(dev: &mut Device, args: &[String]) -> Output {
             }
             _ => Output::default(),
         };
+    }
+    if let Some(out) = super::providers::content(dev, args, uri) {
+        return out;
     }
     Output::fail(
         0,

@@ -1,0 +1,176 @@
+//! Forms over a phone's records: a screen's edit fields start from templates when it opens
+//! (an edit form from the record it was opened for, a new-record form empty), and buttons add,
+//! update or delete records ([`crate::apps::Action`]'s record actions), so the apps change
+//! their data the way a person does and a check reads it back through a provider.
+use crate::apps::{Action, Assign, Widget};
+use crate::device::Device;
+use crate::records::{Record, id_of};
+
+impl Device {
+    /// The record set and `_id` of the record the screen in front was opened from: the list
+    /// it came from is the first list (with rows that open a screen) on a screen below it in
+    /// the same app.
+    pub(crate) fn current_source(&self) -> Option<(usize, &str, u64)> {
+        let top = self.top();
+        let id = u64::try_from(top.item?).ok()?;
+        let app = self.apps.apps.get(top.app)?;
+        let source = self
+            .stack
+            .iter()
+            .rev()
+            .skip(1)
+            .take_while(|f| f.app == top.app)
+            .filter_map(|f| app.screens.get(f.screen))
+            .find_map(|s| {
+                s.widgets.iter().find_map(|w| match w {
+                    Widget::List { source, goto, .. } if !goto.is_empty() => Some(source.as_str()),
+                    _ => None,
+                })
+            })?;
+        Some((top.app, source, id))
+    }
+
+    /// Fills the fields that have a `value` on the screen in front: called as it opens.
+    pub(crate) fn open_form(&mut self) {
+        let top = self.top();
+        let Some(screen) = self
+            .apps
+            .apps
+            .get(top.app)
+            .and_then(|a| a.screens.get(top.screen))
+        else {
+            return;
+        };
+        let starts: Vec<(String, String)> = screen
+            .widgets
+            .iter()
+            .filter_map(|w| match w {
+                Widget::Edit {
+                    id, value: Some(v), ..
+                } => Some((self.field_key(id), self.expand(v))),
+                _ => None,
+            })
+            .collect();
+        self.fields.extend(starts);
+    }
+
+    fn status(&mut self, text: String) {
+        let key = self.field_key("status");
+        self.fields.insert(key, text);
+    }
+
+    fn filled(&self, set: &[Assign]) -> Record {
+        set.iter()
+            .map(|(column, template)| (column.clone(), self.expand(template)))
+            .collect()
+    }
+
+    /// Runs a record action; `false` stops the actions after it (the `status` field says why).
+    pub(crate) fn act_on_records(&mut self, action: &Action) -> bool {
+        let app = self.top().app;
+        let done = match action {
+            Action::Need { fields } => {
+                let empty = fields.iter().find(|f| {
+                    self.fields
+                        .get(&self.field_key(f))
+                        .is_none_or(|v| v.trim().is_empty())
+                });
+                match empty {
+                    Some(f) => Err(format!("{} is empty", self.hint(f))),
+                    None => Ok(()),
+                }
+            }
+            Action::AddRecord { source, set } => {
+                let record = self.filled(set);
+                self.records
+                    .add(app, source, record)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+            Action::PutRecord {
+                source,
+                set,
+                insert_only,
+            } => {
+                let record = self.filled(set);
+                let key = set.first().map(|(c, _)| c.clone()).unwrap_or_default();
+                let value = record.get(&key).cloned();
+                let existing = self
+                    .records
+                    .rows(app, source)
+                    .iter()
+                    .find(|r| r.get(&key) == value.as_ref())
+                    .and_then(id_of);
+                match existing {
+                    Some(id) => {
+                        let changes: Vec<(String, Option<String>)> =
+                            record.into_iter().map(|(k, v)| (k, Some(v))).collect();
+                        self.records
+                            .update(app, source, &changes, |r| id_of(r) == Some(id))
+                            .map(drop)
+                            .map_err(|e| e.to_string())
+                    }
+                    None => {
+                        let mut record = record;
+                        record.extend(self.filled(insert_only));
+                        self.records
+                            .add(app, source, record)
+                            .map(drop)
+                            .map_err(|e| e.to_string())
+                    }
+                }
+            }
+            Action::UpdateRecord { set } => match self.current_source() {
+                Some((app, source, id)) => {
+                    let source = source.to_owned();
+                    let changes: Vec<(String, Option<String>)> = self
+                        .filled(set)
+                        .into_iter()
+                        .map(|(k, v)| (k, Some(v)))
+                        .collect();
+                    self.records
+                        .update(app, &source, &changes, |r| id_of(r) == Some(id))
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                }
+                None => Err("this screen shows no record".into()),
+            },
+            Action::DeleteRecord => match self.current_source() {
+                Some((app, source, id)) => {
+                    let source = source.to_owned();
+                    self.records
+                        .delete(app, &source, |r| id_of(r) == Some(id))
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                }
+                None => Err("this screen shows no record".into()),
+            },
+            _ => Ok(()),
+        };
+        match done {
+            Ok(()) => true,
+            Err(why) => {
+                self.status(format!("Could not save: {why}"));
+                false
+            }
+        }
+    }
+
+    /// What the field `id` on the screen in front is called (its hint), else its id.
+    fn hint(&self, id: &str) -> String {
+        let top = self.top();
+        self.apps
+            .apps
+            .get(top.app)
+            .and_then(|a| a.screens.get(top.screen))
+            .and_then(|s| {
+                s.widgets.iter().find_map(|w| match w {
+                    Widget::Edit { id: i, hint, .. } if i == id && !hint.is_empty() => {
+                        Some(hint.clone())
+                    }
+                    _ => None,
+                })
+            })
+            .unwrap_or_else(|| id.to_owned())
+    }
+}
