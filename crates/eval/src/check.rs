@@ -296,7 +296,7 @@ impl Check {
                         .join(" ")
                         .to_lowercase()
                 };
-                let success = norm(answer).contains(&norm(contains));
+                let success = names(&norm(answer), &norm(contains));
                 Ok(Finding::of(
                     success,
                     format!(
@@ -329,6 +329,21 @@ impl Check {
             }
         }
     }
+}
+
+/// Whether `needle` occurs in `haystack` as whole words: "14" is in "Android 14." but not in
+/// "2014" or "14.5" (a number is not read into a longer one).
+fn names(haystack: &str, needle: &str) -> bool {
+    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let after_text = &haystack[at + needle.len()..];
+        let mut after = after_text.chars();
+        let next = after.next();
+        // "14." at the end of a sentence is a whole number; "14.5" is not.
+        let decimal = next == Some('.') && after.next().is_some_and(|c| c.is_ascii_digit());
+        !part_of_word(before) && !part_of_word(next) && !decimal
+    })
 }
 
 fn is_column(c: &str) -> bool {
@@ -455,6 +470,16 @@ mod tests {
             equals: 2,
         };
         assert!(count.run(&phone, "").await.unwrap().success);
+    }
+
+    #[test]
+    fn an_answer_names_a_value_only_as_whole_words() {
+        assert!(names("android 14.", "14"));
+        assert!(names("it is 87%", "87%"));
+        assert!(names("zoë müller's number is +49 30", "zoë müller"));
+        assert!(!names("android 2014", "14"));
+        assert!(!names("version 14.5", "14"));
+        assert!(!names("1487", "14"));
     }
 
     #[test]

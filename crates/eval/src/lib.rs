@@ -15,7 +15,10 @@ pub use check::{Check, Finding, Phone, ShellOutput};
 pub use task::{Family, Instance, SuiteError, Template, select};
 
 /// The task files built into droidmesh, by name.
-const BUILTIN: &[(&str, &str)] = &[("settings.toml", include_str!("../suite/settings.toml"))];
+const BUILTIN: &[(&str, &str)] = &[
+    ("settings.toml", include_str!("../suite/settings.toml")),
+    ("lookup.toml", include_str!("../suite/lookup.toml")),
+];
 
 /// The built-in suite.
 pub fn builtin() -> Result<Vec<Family>, SuiteError> {
