@@ -408,3 +408,42 @@ proptest! {
         prop_assert_eq!(sh(&dev, "echo ok"), "ok\n");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_over_adb_reads_what_content_insert_wrote() {
+    if !droidmesh_sim::testkit::require_adb("a_check_over_adb_reads_what_content_insert_wrote") {
+        return;
+    }
+    let (_fleet, adb, serial) = droidmesh_sim::testkit::one_phone().await.unwrap();
+    // As a check sends it: the words as separate arguments, which adb joins with spaces.
+    let sh = |args: &[&str]| {
+        let mut all = vec!["-s", serial.as_str(), "shell"];
+        all.extend_from_slice(args);
+        let out = adb.adb(&all).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    sh(&[
+        "content insert --uri content://contacts/phones --bind display_name:s:'Zoë Müller' --bind number:s:'+49 30 555 0100'",
+    ]);
+    let all = sh(&[
+        "content",
+        "query",
+        "--uri",
+        "content://contacts/phones/",
+        "--projection",
+        "display_name:number",
+    ]);
+    assert!(
+        all.ends_with("display_name=Zoë Müller, number=+49 30 555 0100\n"),
+        "{all}"
+    );
+    assert_eq!(
+        sh(&[
+            "content query --uri content://contacts/phones --projection number --where \"display_name='Zoë Müller'\""
+        ]),
+        "Row: 0 number=+49 30 555 0100\n"
+    );
+    let now: i64 = sh(&["date", "+%s"]).trim().parse().unwrap();
+    assert!((START_S..START_S + 600).contains(&now), "{now}");
+}
