@@ -5,6 +5,7 @@ mod adb;
 mod determinism;
 mod flow;
 mod fuzz;
+mod notes;
 mod portal;
 mod records;
 mod shell;

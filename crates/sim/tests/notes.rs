@@ -1,0 +1,114 @@
+//! The notes app keeps notes as files under /sdcard/Notes: a note created, renamed, edited and
+//! deleted on its screens is what `ls` and `cat` show, and a file put there is a note the app
+//! lists; the display settings change brightness and screen timeout as `settings get` reads.
+use std::sync::{Arc, Mutex};
+
+use droidmesh_sim::apps::AppSet;
+use droidmesh_sim::device::Device;
+use droidmesh_sim::shell::run;
+
+fn phone() -> Mutex<Device> {
+    Mutex::new(Device::new(Arc::new(AppSet::default_set().unwrap()), "sim"))
+}
+
+fn sh(dev: &Mutex<Device>, line: &str) -> String {
+    let out = run(dev, line);
+    assert_eq!(
+        out.code,
+        0,
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The middle of the first node whose text or resource id (after `:id/`) is `what`.
+fn spot(dev: &Mutex<Device>, what: &str) -> (i32, i32, i32, i32) {
+    let d = dev.lock().unwrap();
+    let view = d.view();
+    let node = view
+        .nodes
+        .iter()
+        .find(|n| n.text == what || n.resource_id.ends_with(&format!(":id/{what}")))
+        .unwrap_or_else(|| {
+            let shown: Vec<&str> = view.nodes.iter().map(|n| n.text.as_str()).collect();
+            panic!("no {what:?} on the screen; it shows {shown:?}")
+        });
+    let b = node.bounds;
+    (
+        (b.left + b.right) / 2,
+        (b.top + b.bottom) / 2,
+        b.left,
+        b.right,
+    )
+}
+
+fn tap(dev: &Mutex<Device>, what: &str) {
+    let (x, y, _, _) = spot(dev, what);
+    sh(dev, &format!("input tap {x} {y}"));
+}
+
+fn type_into(dev: &Mutex<Device>, id: &str, text: &str) {
+    tap(dev, id);
+    sh(dev, &format!("input text '{}'", text.replace(' ', "%s")));
+}
+
+fn shows(dev: &Mutex<Device>, text: &str) -> bool {
+    dev.lock()
+        .unwrap()
+        .view()
+        .nodes
+        .iter()
+        .any(|n| n.text == text)
+}
+
+#[test]
+fn a_note_created_renamed_edited_and_deleted_in_the_app_is_a_file() {
+    let dev = phone();
+    sh(&dev, "monkey -p com.droidmesh.notes 1");
+    tap(&dev, "All notes");
+    tap(&dev, "New note");
+    type_into(&dev, "name", "groceries.md");
+    type_into(&dev, "text", "milk and eggs");
+    tap(&dev, "Save");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes"), "groceries.md\n");
+    assert_eq!(sh(&dev, "cat /sdcard/Notes/groceries.md"), "milk and eggs");
+    assert!(shows(&dev, "groceries.md"), "the list shows the new note");
+    // Rename and edit: the form starts with the note's name and text.
+    tap(&dev, "groceries.md");
+    tap(&dev, "name");
+    sh(&dev, &format!("input keyevent {}", vec!["67"; 3].join(" ")));
+    sh(&dev, "input text txt");
+    tap(&dev, "text");
+    sh(&dev, "input text '%sand%sbread'");
+    tap(&dev, "Save");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes"), "groceries.txt\n");
+    assert_eq!(
+        sh(&dev, "cat /sdcard/Notes/groceries.txt"),
+        "milk and eggs and bread"
+    );
+    // A file put there by a shell is a note too; deleting one note leaves the other.
+    sh(&dev, "echo todo > /sdcard/Notes/other.md");
+    sh(&dev, "input keyevent 4");
+    tap(&dev, "All notes");
+    assert!(shows(&dev, "other.md"));
+    tap(&dev, "groceries.txt");
+    tap(&dev, "Delete");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes"), "other.md\n");
+    assert!(!shows(&dev, "groceries.txt"));
+}
+
+#[test]
+fn a_note_without_a_name_or_over_an_existing_one_is_refused_on_screen() {
+    let dev = phone();
+    sh(&dev, "echo x > /sdcard/Notes/a.md");
+    sh(&dev, "monkey -p com.droidmesh.notes 1");
+    tap(&dev, "All notes");
+    tap(&dev, "New note");
+    tap(&dev, "Save");
+    assert!(shows(&dev, "Could not save: Name is empty"));
+    type_into(&dev, "name", "a.md");
+    tap(&dev, "Save");
+    assert!(shows(&dev, "Could not save: a.md already exists"));
+    assert_eq!(sh(&dev, "cat /sdcard/Notes/a.md"), "x\n");
+}
