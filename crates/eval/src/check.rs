@@ -37,6 +37,9 @@ pub struct RowSpec {
     /// Columns compared by their digits only (phone numbers).
     #[serde(default)]
     pub digits: Vec<String>,
+    /// Columns that need only hold the value somewhere (a message's body that quotes it).
+    #[serde(default)]
+    pub contains: Vec<String>,
 }
 
 /// What a check reads and what it wants.
@@ -103,6 +106,7 @@ impl Check {
                     .map(|(k, v)| Ok((k.clone(), r(v)?)))
                     .collect::<Result<_, String>>()?,
                 digits: s.digits.clone(),
+                contains: s.contains.clone(),
             })
         };
         let opt = |s: &Option<String>| s.as_ref().map(r).transpose();
@@ -211,7 +215,7 @@ impl Check {
                 let rows = query(phone, &s.uri, s.columns.keys().cloned().collect()).await?;
                 let hit = rows
                     .iter()
-                    .find(|r| rows::matches(r, &s.columns, &s.digits));
+                    .find(|r| rows::matches(r, &s.columns, &s.digits, &s.contains));
                 let wanted = rows::show(&s.columns);
                 Ok(match (hit, want_present) {
                     (Some(r), true) => {
@@ -439,6 +443,7 @@ mod tests {
             ]
             .into(),
             digits: vec!["number".into()],
+            contains: Vec::new(),
         }
     }
 

@@ -18,6 +18,8 @@ pub use task::{Family, Instance, SuiteError, Template, select};
 const BUILTIN: &[(&str, &str)] = &[
     ("settings.toml", include_str!("../suite/settings.toml")),
     ("lookup.toml", include_str!("../suite/lookup.toml")),
+    ("contacts.toml", include_str!("../suite/contacts.toml")),
+    ("messages.toml", include_str!("../suite/messages.toml")),
 ];
 
 /// The built-in suite.

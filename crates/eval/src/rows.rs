@@ -51,17 +51,28 @@ fn parse_row(text: &str, columns: &[String]) -> Row {
     row
 }
 
-/// Whether `row` holds every wanted value; columns in `digits` compare their digits only
-/// (a phone number typed as "+1 (617) 555-0103" is "16175550103").
-pub fn matches(row: &Row, wanted: &BTreeMap<String, String>, digits: &[String]) -> bool {
+/// Whether `row` holds every wanted value. Columns in `digits` compare their digits only (a
+/// phone number typed as "+1 (617) 555-0103" is "16175550103"); columns in `contains` need only
+/// hold the value somewhere.
+pub fn matches(
+    row: &Row,
+    wanted: &BTreeMap<String, String>,
+    digits: &[String],
+    contains: &[String],
+) -> bool {
     wanted.iter().all(|(col, want)| {
         let Some(got) = row.get(col) else {
             return false;
         };
-        if digits.contains(col) {
-            only_digits(got) == only_digits(want)
+        let (got, want) = if digits.contains(col) {
+            (only_digits(got), only_digits(want))
         } else {
-            got.trim() == want.trim()
+            (got.trim().to_owned(), want.trim().to_owned())
+        };
+        if contains.contains(col) {
+            got.contains(&want)
+        } else {
+            got == want
         }
     })
 }
@@ -121,7 +132,15 @@ mod tests {
     fn numbers_compare_by_digits_when_asked() {
         let row: Row = [("number".to_owned(), "+1 (617) 555-0103".to_owned())].into();
         let want = [("number".to_owned(), "16175550103".to_owned())].into();
-        assert!(matches(&row, &want, &cols(&["number"])));
-        assert!(!matches(&row, &want, &[]));
+        assert!(matches(&row, &want, &cols(&["number"]), &[]));
+        assert!(!matches(&row, &want, &[], &[]));
+        let body: Row = [(
+            "body".to_owned(),
+            "Ada: +1 (617) 555-0103, call her".to_owned(),
+        )]
+        .into();
+        let want = [("body".to_owned(), "16175550103".to_owned())].into();
+        assert!(matches(&body, &want, &cols(&["body"]), &cols(&["body"])));
+        assert!(!matches(&body, &want, &[], &cols(&["body"])));
     }
 }
