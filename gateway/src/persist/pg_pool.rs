@@ -1,13 +1,13 @@
-//! A small, fixed pool of PostgreSQL connections for the task store: at most [`POOL_SIZE`]
-//! connections, made when first needed and again after one breaks; a caller waits at most
-//! [`WAIT`] for one. Also the one function that turns a connection URL into what logs and
-//! errors may show: without its password.
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! The task store's PostgreSQL connections: a deadpool pool of at most [`POOL_SIZE`], each made
+//! when first needed and again after one breaks (an idle one is checked before it is lent); a
+//! caller waits at most [`WAIT`] for one. Also what logs and errors may show of a connection
+//! URL (not its password) and of a PostgreSQL error, and whether waiting may mend that error.
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_postgres::{Client, NoTls, Statement};
+use deadpool_postgres::{
+    ClientWrapper, Manager, ManagerConfig, Object, RecyclingMethod, Runtime, TimeoutType, Timeouts,
+};
+use tokio_postgres::NoTls;
 
 use super::pg_tls::MakeRustls;
 
@@ -89,76 +89,6 @@ pub fn pg_fault(e: &tokio_postgres::Error) -> super::Fault {
     }
 }
 
-impl PoolError {
-    /// Whether waiting may mend it (see [`pg_fault`]).
-    pub fn fault(&self) -> super::Fault {
-        match self {
-            PoolError::Connect(e) => pg_fault(e),
-            PoolError::Busy | PoolError::ConnectTimeout => super::Fault::Passing,
-        }
-    }
-}
-
-/// One open connection and the statements prepared on it.
-pub struct Conn {
-    pub client: Client,
-    statements: HashMap<&'static str, Statement>,
-}
-
-impl Conn {
-    /// `sql` prepared on this connection (once; kept for its life).
-    pub async fn statement(
-        &mut self,
-        sql: &'static str,
-    ) -> Result<Statement, tokio_postgres::Error> {
-        if let Some(s) = self.statements.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.client.prepare(sql).await?;
-        self.statements.insert(sql, s.clone());
-        Ok(s)
-    }
-}
-
-pub struct Pool {
-    config: tokio_postgres::Config,
-    /// Connections go over TLS (the URL said `sslmode=require`).
-    tls: Option<MakeRustls>,
-    idle: Mutex<Vec<Conn>>,
-    permits: Arc<Semaphore>,
-}
-
-/// A connection lent by the pool. It goes back when the lender is dropped, if it was given back
-/// with [`Lent::put_back`] after [`Lent::take`] (one that failed or was cut off mid-operation
-/// may be in any state and is closed instead).
-pub struct Lent<'a> {
-    pool: &'a Pool,
-    conn: Option<Conn>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Lent<'_> {
-    pub fn take(&mut self) -> Option<Conn> {
-        self.conn.take()
-    }
-
-    pub fn put_back(&mut self, conn: Conn) {
-        self.conn = Some(conn);
-    }
-}
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take().filter(|c| !c.client.is_closed()) {
-            self.pool
-                .idle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(conn);
-        }
-    }
-}
-
 /// Why no connection could be had.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
@@ -168,12 +98,77 @@ pub enum PoolError {
     ConnectTimeout,
     #[error("cannot connect: {}", pg_error(.0))]
     Connect(tokio_postgres::Error),
+    /// What the pool itself reports (closed, not built); not expected from the pool as built here.
+    #[error("the connection pool failed: {0}")]
+    Pool(String),
+}
+
+impl PoolError {
+    /// Whether waiting may mend it (see [`pg_fault`]).
+    pub fn fault(&self) -> super::Fault {
+        match self {
+            PoolError::Connect(e) => pg_fault(e),
+            PoolError::Busy | PoolError::ConnectTimeout | PoolError::Pool(_) => {
+                super::Fault::Passing
+            }
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for PoolError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        use deadpool_postgres::PoolError as P;
+        match e {
+            P::Timeout(TimeoutType::Wait) => PoolError::Busy,
+            // A recycle that times out drops the connection and makes another; it does not
+            // come back as an error, but would be a connection not had in time.
+            P::Timeout(TimeoutType::Create | TimeoutType::Recycle) => PoolError::ConnectTimeout,
+            P::Backend(e) => PoolError::Connect(e),
+            other => PoolError::Pool(other.to_string()),
+        }
+    }
+}
+
+/// A connection lent by the pool. It goes back to the pool only through [`Lent::keep`], once
+/// the work on it ended well; dropped otherwise (it failed or was cut off mid-operation, and
+/// may be in any state) it is closed and the pool makes another when needed.
+pub struct Lent(Option<Object>);
+
+impl Lent {
+    /// The connection: a `tokio_postgres::Client` (by `Deref`) whose `prepare_cached` keeps
+    /// each statement prepared for the connection's life. The store prepares only its own
+    /// constant statements, so each connection's cache holds at most those.
+    pub fn conn(&mut self) -> Option<&mut ClientWrapper> {
+        self.0.as_deref_mut()
+    }
+
+    /// Gives the connection back to the pool for the next caller.
+    pub fn keep(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(Object::take(conn));
+        }
+    }
+}
+
+pub struct Pool {
+    pool: deadpool_postgres::Pool,
+    /// Connections go over TLS (the URL said `sslmode=require`).
+    tls: bool,
 }
 
 impl Pool {
     /// A pool of connections made as `config` says, over TLS with `tls` (see
-    /// [`super::pg_tls`]).
-    pub fn new(mut config: tokio_postgres::Config, tls: Option<MakeRustls>) -> Self {
+    /// [`super::pg_tls`]). Connections are made by [`Pool::get`], on the runtime that calls it.
+    pub fn new(
+        mut config: tokio_postgres::Config,
+        tls: Option<MakeRustls>,
+    ) -> Result<Self, PoolError> {
         config
             .connect_timeout(CONNECT_TIMEOUT)
             .keepalives(true)
@@ -183,87 +178,42 @@ impl Pool {
         if config.get_application_name().is_none() {
             config.application_name("droidmesh-gateway");
         }
-        Self {
-            config,
-            tls,
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(POOL_SIZE)),
-        }
-    }
-
-    /// A connection: an idle one that is still open, else a new one.
-    pub async fn get(&self) -> Result<Lent<'_>, PoolError> {
-        let permit = tokio::time::timeout(WAIT, self.permits.clone().acquire_owned())
-            .await
-            .map_err(|_| PoolError::Busy)?
-            .map_err(|_| PoolError::Busy)?;
-        loop {
-            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            match idle {
-                Some(conn) if conn.client.is_closed() => continue,
-                Some(conn) => {
-                    return Ok(Lent {
-                        pool: self,
-                        conn: Some(conn),
-                        _permit: permit,
-                    });
-                }
-                None => break,
-            }
-        }
-        let client = self.connect().await?;
-        Ok(Lent {
-            pool: self,
-            conn: Some(Conn {
-                client,
-                statements: HashMap::new(),
-            }),
-            _permit: permit,
-        })
-    }
-
-    /// A new connection, its I/O driven by a task of the current runtime until it closes.
-    pub async fn connect(&self) -> Result<Client, PoolError> {
-        let within = CONNECT_TIMEOUT + Duration::from_secs(1);
-        let timed_out = |_| PoolError::ConnectTimeout;
-        let client = match &self.tls {
-            Some(tls) => {
-                let (client, connection) =
-                    tokio::time::timeout(within, self.config.connect(tls.clone()))
-                        .await
-                        .map_err(timed_out)?
-                        .map_err(PoolError::Connect)?;
-                drive(connection);
-                client
-            }
-            None => {
-                let (client, connection) = tokio::time::timeout(within, self.config.connect(NoTls))
-                    .await
-                    .map_err(timed_out)?
-                    .map_err(PoolError::Connect)?;
-                drive(connection);
-                client
-            }
+        // Before an idle connection is lent again it must answer an empty query: one the
+        // server closed (restarted, or gone), even before this process has read that it did,
+        // is dropped and another made, so the first operation after a restart does not fail.
+        // One that breaks mid-operation fails it, and the store tries once more.
+        let recycling = ManagerConfig {
+            recycling_method: RecyclingMethod::Verified,
         };
-        Ok(client)
+        let tls_on = tls.is_some();
+        let manager = match tls {
+            Some(tls) => Manager::from_config(config, tls, recycling),
+            None => Manager::from_config(config, NoTls, recycling),
+        };
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .timeouts(Timeouts {
+                wait: Some(WAIT),
+                // The connection's own timeout (CONNECT_TIMEOUT, naming what it waited for)
+                // comes first; this one bounds the rest of the handshake.
+                create: Some(CONNECT_TIMEOUT + Duration::from_secs(1)),
+                // An idle connection that does not answer its check in time is dropped.
+                recycle: Some(CONNECT_TIMEOUT),
+            })
+            .build()
+            .map_err(|e| PoolError::Pool(e.to_string()))?;
+        Ok(Self { pool, tls: tls_on })
     }
-}
 
-/// Drives a connection's I/O on a task of its own until it closes.
-fn drive(
-    connection: impl std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
-) {
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "a task store connection closed");
-        }
-    });
-}
+    /// A connection: an idle one that answers, else a new one.
+    pub async fn get(&self) -> Result<Lent, PoolError> {
+        Ok(Lent(Some(self.pool.get().await?)))
+    }
 
-impl Pool {
     /// Whether connections are made over TLS.
     pub fn tls(&self) -> bool {
-        self.tls.is_some()
+        self.tls
     }
 }
 

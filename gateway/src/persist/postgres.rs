@@ -13,7 +13,7 @@ use std::time::Duration;
 use droidmesh_proto::v1::{LeaseRef, Task, TaskEvent, TaskState};
 use prost::Message as _;
 
-use super::pg_pool::{Conn, Pool, pg_error, pg_fault, redact_url};
+use super::pg_pool::{Pool, pg_error, pg_fault, redact_url};
 use super::pg_tls::MakeRustls;
 use super::{
     Fault, Orphan, OverLimit, Retention, SCHEMA_VERSION, StoreError, TaskStore, TaskWrite,
@@ -137,10 +137,11 @@ const COLUMNS: &str = "SELECT table_name::text, column_name::text FROM informati
 const TOKENS: &str = "SELECT LEAST(COALESCE(SUM(tokens), 0), 9223372036854775807)::int8 FROM tasks
     WHERE tenant = $1 AND created_at_ms >= $2";
 
-/// Runs `$body` with `$c`, a pooled connection, within [`DEADLINE`]: a `Result<T, StoreError>`.
-/// A connection found closed (the database restarted) is replaced and `$body` run once more on
-/// the new one; a connection whose operation failed or was cut off is not used again. (A macro
-/// rather than a function taking an async closure, whose future could not be proved `Send`.)
+/// Runs `$body` with `$c`, a pooled connection (`&mut deadpool_postgres::ClientWrapper`),
+/// within [`DEADLINE`]: a `Result<T, StoreError>`. A connection found closed (the database
+/// restarted) is replaced and `$body` run once more on the new one; a connection whose
+/// operation failed or was cut off is not used again. (A macro rather than a function taking an
+/// async closure, whose future could not be proved `Send`.)
 macro_rules! with_conn {
     ($store:expr, $c:ident => $body:block) => {{
         let store: &PostgresStore = $store;
@@ -153,17 +154,13 @@ macro_rules! with_conn {
                     .get()
                     .await
                     .map_err(|e| store.failed(&e, e.fault()))?;
-                let Some(mut conn) = lent.take() else {
+                let Some($c) = lent.conn() else {
                     return Err(store.failed("the pool lent no connection", Fault::Passing));
                 };
-                let result: Result<_, tokio_postgres::Error> = async {
-                    let $c: &mut Conn = &mut conn;
-                    $body
-                }
-                .await;
+                let result: Result<_, tokio_postgres::Error> = async { $body }.await;
                 match result {
                     Ok(v) => {
-                        lent.put_back(conn);
+                        lent.keep();
                         return Ok(v);
                     }
                     Err(e) if e.is_closed() && tries < 2 => continue,
@@ -222,10 +219,12 @@ impl PostgresStore {
         };
         let store = Self {
             shown: shown.clone(),
-            pool: Pool::new(config, tls),
+            pool: Pool::new(config, tls).map_err(|e| unusable(e.to_string()))?,
             replica_timeout,
         };
-        let mut client = store.pool.connect().await.map_err(|e| {
+        // The schema is checked on a connection of the pool that is then closed, not kept: it
+        // was made by the runtime that opens the store, which may end (`open_blocking`).
+        let mut lent = store.pool.get().await.map_err(|e| {
             let hint = if store.pool.tls() && e.to_string().contains("certificate") {
                 "; gateway.store_ca names the CA that signed the server's certificate"
             } else {
@@ -236,6 +235,9 @@ impl PostgresStore {
                  gateway.store elsewhere"
             ))
         })?;
+        let Some(client) = lent.conn() else {
+            return Err(unusable("the pool lent no connection".into()));
+        };
         let migrate = async {
             let tx = client.transaction().await?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
@@ -296,7 +298,10 @@ impl PostgresStore {
                 pg_error(&e)
             ))),
             Ok(Ok(Err(why))) => Err(unusable(why)),
-            Ok(Ok(Ok(()))) => Ok(store),
+            Ok(Ok(Ok(()))) => {
+                drop(lent);
+                Ok(store)
+            }
         }
     }
 
@@ -345,8 +350,8 @@ impl PostgresStore {
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<(u64, Task)>, StoreError> {
         let rows = with_conn!(self, c => {
-            let s = c.statement(sql).await?;
-            c.client.query(&s, params).await
+            let s = c.prepare_cached(sql).await?;
+            c.query(&s, params).await
         })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -407,11 +412,11 @@ impl TaskStore for PostgresStore {
         let forget_after = (self.replica_timeout * 4).max(Duration::from_secs(60));
         with_conn!(self, c => {
             let (beat, forget) = (
-                c.statement(HEARTBEAT).await?,
-                c.statement(FORGET_REPLICAS).await?,
+                c.prepare_cached(HEARTBEAT).await?,
+                c.prepare_cached(FORGET_REPLICAS).await?,
             );
-            c.client.execute(&beat, &[&owner]).await?;
-            c.client
+            c.execute(&beat, &[&owner]).await?;
+            c
                 .execute(&forget, &[&forget_after.as_secs_f64()])
                 .await
         })
@@ -421,8 +426,8 @@ impl TaskStore for PostgresStore {
     async fn create(&self, task: &Task, owner: &str) -> Result<u64, StoreError> {
         let encoded = encode_apart(task);
         with_conn!(self, c => {
-            let s = c.statement(CREATE).await?;
-            insert(&c.client, &s, task, owner, &encoded).await
+            let s = c.prepare_cached(CREATE).await?;
+            insert(&**c, &s, task, owner, &encoded).await
         })
     }
 
@@ -444,11 +449,11 @@ impl TaskStore for PostgresStore {
         let since = task.created_at_ms.saturating_sub(MINUTE_MS);
         let admitted = with_conn!(self, c => {
             let (lock, used, create) = (
-                c.statement(TENANT_LOCK).await?,
-                c.statement(TENANT_USE).await?,
-                c.statement(CREATE).await?,
+                c.prepare_cached(TENANT_LOCK).await?,
+                c.prepare_cached(TENANT_USE).await?,
+                c.prepare_cached(CREATE).await?,
             );
-            let tx = c.client.transaction().await?;
+            let tx = c.transaction().await?;
             tx.execute(&lock, &[&task.tenant]).await?;
             // Counted after the lock is held: in READ COMMITTED each statement sees what was
             // committed before it began, so every task recorded under the lock is seen.
@@ -466,7 +471,7 @@ impl TaskStore for PostgresStore {
                     Duration::from_millis(wait),
                 )));
             }
-            let ord = insert(&tx, &create, task, owner, &encoded).await?;
+            let ord = insert(&*tx, &create, task, owner, &encoded).await?;
             tx.commit().await?;
             Ok(Ok(ord))
         })?;
@@ -493,12 +498,12 @@ impl TaskStore for PostgresStore {
         let own_requests: Vec<bool> = batch.iter().map(|w| w.task.request.is_some()).collect();
         with_conn!(self, c => {
             let (update, insert, trim, taken) = (
-                c.statement(UPDATE).await?,
-                c.statement(INSERT_EVENTS).await?,
-                c.statement(TRIM).await?,
-                c.statement(TAKEN).await?,
+                c.prepare_cached(UPDATE).await?,
+                c.prepare_cached(INSERT_EVENTS).await?,
+                c.prepare_cached(TRIM).await?,
+                c.prepare_cached(TAKEN).await?,
             );
-            let tx = c.client.transaction().await?;
+            let tx = c.transaction().await?;
             let ords: HashMap<String, i64> = tx
                 .query(
                     &update,
@@ -566,8 +571,8 @@ impl TaskStore for PostgresStore {
     async fn events(&self, id: &str, from: u64, max: usize) -> Result<Vec<TaskEvent>, StoreError> {
         let (from, max) = (int(from), i64::try_from(max).unwrap_or(i64::MAX));
         let rows = with_conn!(self, c => {
-            let s = c.statement(EVENTS).await?;
-            c.client.query(&s, &[&id, &from, &max]).await
+            let s = c.prepare_cached(EVENTS).await?;
+            c.query(&s, &[&id, &from, &max]).await
         })?;
         rows.iter()
             .map(|r| decode_event(&self.shown, id, r.get(0)))
@@ -590,16 +595,16 @@ impl TaskStore for PostgresStore {
         let cutoff = now_ms.saturating_sub(i64::try_from(keep.keep_for_ms).unwrap_or(i64::MAX));
         let keep = i64::try_from(keep.keep).unwrap_or(i64::MAX);
         with_conn!(self, c => {
-            let s = c.statement(PRUNE).await?;
-            c.client.execute(&s, &[&cutoff, &keep, &BATCH]).await
+            let s = c.prepare_cached(PRUNE).await?;
+            c.execute(&s, &[&cutoff, &keep, &BATCH]).await
         })
     }
 
     async fn orphans(&self, owner: &str) -> Result<Vec<Orphan>, StoreError> {
         let timeout = self.replica_timeout.as_secs_f64();
         let rows = with_conn!(self, c => {
-            let s = c.statement(ORPHANS).await?;
-            c.client.query(&s, &[&owner, &timeout, &BATCH]).await
+            let s = c.prepare_cached(ORPHANS).await?;
+            c.query(&s, &[&owner, &timeout, &BATCH]).await
         })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -617,15 +622,15 @@ impl TaskStore for PostgresStore {
 
     async fn count(&self) -> Result<u64, StoreError> {
         with_conn!(self, c => {
-            let s = c.statement(COUNT).await?;
-            Ok(uint(c.client.query_one(&s, &[]).await?.get(0)))
+            let s = c.prepare_cached(COUNT).await?;
+            Ok(uint(c.query_one(&s, &[]).await?.get(0)))
         })
     }
 
     async fn tokens_since(&self, tenant: &str, since_ms: i64) -> Result<u64, StoreError> {
         with_conn!(self, c => {
-            let s = c.statement(TOKENS).await?;
-            Ok(uint(c.client.query_one(&s, &[&tenant, &since_ms]).await?.get(0)))
+            let s = c.prepare_cached(TOKENS).await?;
+            Ok(uint(c.query_one(&s, &[&tenant, &since_ms]).await?.get(0)))
         })
     }
 }
@@ -633,3 +638,7 @@ impl TaskStore for PostgresStore {
 #[cfg(test)]
 #[path = "postgres_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "postgres_pool_tests.rs"]
+mod pool_tests;

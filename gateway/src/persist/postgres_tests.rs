@@ -554,9 +554,9 @@ async fn sslmode_require_goes_over_tls_checking_the_servers_certificate() {
     assert_eq!(store.task("t1").await.unwrap().unwrap().1.id, "t1");
     // The server says the session is encrypted.
     let mut lent = store.pool.get().await.unwrap();
-    let conn = lent.take().unwrap();
-    let row = conn
-        .client
+    let row = lent
+        .conn()
+        .unwrap()
         .query_one(
             "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
             &[],
@@ -564,8 +564,7 @@ async fn sslmode_require_goes_over_tls_checking_the_servers_certificate() {
         .await
         .unwrap();
     assert!(row.get::<_, bool>(0), "the connection is not encrypted");
-    lent.put_back(conn);
-    drop(lent);
+    lent.keep();
 
     // A certificate from a CA not given (the system's roots do not hold it) is refused,
     // naming the setting that fixes it, and the password is never shown.
