@@ -280,3 +280,57 @@ async fn a_secret_typed_through_a_keyboard_app_is_masked_and_never_repeated() {
         phone.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_users_keyboard_is_selected_again_when_typing_fails_part_way() {
+    use std::sync::{Arc, Mutex};
+
+    use super::fake_adbd::{Reply, start};
+    // A phone with the companion whose keyboard hangs on the text.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let addr = start(Arc::new(move |cmd: &str| {
+        log.lock().unwrap().push(cmd.to_owned());
+        let out = if cmd == "ime list -a -s" {
+            format!("{LATIN}\n{COMPANION_IME}\n")
+        } else if cmd.starts_with("settings get secure default_input_method;") {
+            format!(
+                "{LATIN}\n{LATIN}\nInput method {COMPANION_IME}: now enabled for user #0\nInput method {COMPANION_IME} selected for user #0\n"
+            )
+        } else if cmd.starts_with("content insert") {
+            return Reply::Stall;
+        } else {
+            String::new()
+        };
+        Reply::Output(out.into_bytes())
+    }))
+    .await;
+    let serial = addr.to_string();
+    let mut client = serve(DeviceConfig {
+        command_timeout_ms: 500,
+        ..direct_config(&serial)
+    })
+    .await;
+    let lease = acquire(&mut client, &serial, "unicode-test").await;
+    let e = client
+        .type_text(TypeTextRequest {
+            lease: lref(&lease),
+            text: "你好".into(),
+            index: None,
+            clear: false,
+            sensitive: false,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        e.message().contains("did not finish within 500 ms"),
+        "{}",
+        e.message()
+    );
+    let seen = seen.lock().unwrap().clone();
+    let restore = format!("ime set '{LATIN}'; ime disable {COMPANION_IME}");
+    assert!(
+        seen.contains(&restore),
+        "the user's keyboard is selected again after the hang: {seen:#?}"
+    );
+}
