@@ -381,7 +381,9 @@ impl AppSet {
                             goto
                         }
                         Widget::List { goto, source, .. } => {
-                            if !app.data.contains_key(source) {
+                            if crate::dirs::folder(source).is_none()
+                                && !app.data.contains_key(source)
+                            {
                                 return Err(at(format!(
                                     "list source '{source}' is not in its data"
                                 )));
@@ -414,13 +416,16 @@ impl AppSet {
 /// Refuses an action that names a record set the app does not have.
 fn check_action(app: &App, action: &Action) -> Result<(), String> {
     match action {
-        Action::AddRecord { source, .. } | Action::PutRecord { source, .. }
-            if !app.data.contains_key(source) =>
+        Action::AddRecord { source, .. }
+            if crate::dirs::folder(source).is_none() && !app.data.contains_key(source) =>
         {
             Err(format!(
                 "action names record set '{source}', which is not in its data"
             ))
         }
+        Action::PutRecord { source, .. } if !app.data.contains_key(source) => Err(format!(
+            "action names record set '{source}', which is not in its data"
+        )),
         Action::Seq(steps) => steps.iter().try_for_each(|a| check_action(app, a)),
         _ => Ok(()),
     }

@@ -488,7 +488,11 @@ impl Device {
             | Action::PutRecord { .. }
             | Action::UpdateRecord { .. }
             | Action::DeleteRecord => return self.act_on_records(action),
-            Action::Back => self.back(),
+            // A button's back closes its screen even while the keyboard shows (a form's Save).
+            Action::Back => {
+                self.keyboard = false;
+                self.back();
+            }
             Action::Clear { field } => {
                 let key = self.field_key(field);
                 self.fields.insert(key, String::new());
@@ -609,13 +613,19 @@ impl Device {
     /// (the phone's time in ms) in `text`,
     /// items from the record the current screen was opened from.
     pub fn expand(&self, text: &str) -> String {
-        self.expand_with(text, self.current_record())
+        self.expand_with(text, self.current_record().as_deref())
     }
 
     /// The list record the screen in front was opened from.
-    fn current_record(&self) -> Option<&Record> {
+    fn current_record(&self) -> Option<std::borrow::Cow<'_, Record>> {
         let (app, source, id) = self.current_source()?;
-        self.records.get(app, source, id)
+        match crate::dirs::folder(source) {
+            Some(dir) => self.folder_file(dir, id).map(std::borrow::Cow::Owned),
+            None => self
+                .records
+                .get(app, source, id)
+                .map(std::borrow::Cow::Borrowed),
+        }
     }
 
     /// [`Device::expand`] with `{item:..}` taken from `record`.

@@ -80,6 +80,11 @@ impl Device {
                     None => Ok(()),
                 }
             }
+            Action::AddRecord { source, set } if crate::dirs::folder(source).is_some() => {
+                let record = self.filled(set);
+                let dir = crate::dirs::folder(source).unwrap_or_default().to_owned();
+                self.add_file(&dir, &record)
+            }
             Action::AddRecord { source, set } => {
                 let record = self.filled(set);
                 self.records
@@ -121,6 +126,11 @@ impl Device {
                 }
             }
             Action::UpdateRecord { set } => match self.current_source() {
+                Some((_, source, id)) if crate::dirs::folder(source).is_some() => {
+                    let dir = crate::dirs::folder(source).unwrap_or_default().to_owned();
+                    let changes = self.filled(set);
+                    self.update_file(&dir, id, &changes)
+                }
                 Some((app, source, id)) => {
                     let source = source.to_owned();
                     let changes: Vec<(String, Option<String>)> = self
@@ -136,6 +146,10 @@ impl Device {
                 None => Err("this screen shows no record".into()),
             },
             Action::DeleteRecord => match self.current_source() {
+                Some((_, source, id)) if crate::dirs::folder(source).is_some() => {
+                    let dir = crate::dirs::folder(source).unwrap_or_default().to_owned();
+                    self.delete_file(&dir, id)
+                }
                 Some((app, source, id)) => {
                     let source = source.to_owned();
                     self.records

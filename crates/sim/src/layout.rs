@@ -286,8 +286,8 @@ impl Builder<'_> {
             } => {
                 let wanted: Vec<(&String, String)> =
                     filter.iter().map(|(k, v)| (k, dev.expand(v))).collect();
-                let mut records: Vec<&crate::records::Record> = dev
-                    .records(source)
+                let all = dev.source_records(source);
+                let mut records: Vec<&crate::records::Record> = all
                     .iter()
                     .filter(|r| wanted.iter().all(|(k, v)| r.get(*k) == Some(v)))
                     .collect();

@@ -7,6 +7,7 @@ pub mod apps;
 pub mod clock;
 mod conn;
 pub mod device;
+mod dirs;
 mod forms;
 pub mod fs;
 pub mod keyboards;

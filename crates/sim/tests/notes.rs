@@ -53,6 +53,15 @@ fn type_into(dev: &Mutex<Device>, id: &str, text: &str) {
     sh(dev, &format!("input text '{}'", text.replace(' ', "%s")));
 }
 
+/// The activity in front, as `.Name` in its package.
+fn activity(dev: &Mutex<Device>) -> String {
+    let (package, activity) = dev.lock().unwrap().focus_component();
+    activity
+        .strip_prefix(&package)
+        .unwrap_or(&activity)
+        .to_owned()
+}
+
 fn shows(dev: &Mutex<Device>, text: &str) -> bool {
     dev.lock()
         .unwrap()
@@ -73,15 +82,17 @@ fn a_note_created_renamed_edited_and_deleted_in_the_app_is_a_file() {
     tap(&dev, "Save");
     assert_eq!(sh(&dev, "ls /sdcard/Notes"), "groceries.md\n");
     assert_eq!(sh(&dev, "cat /sdcard/Notes/groceries.md"), "milk and eggs");
+    assert_eq!(activity(&dev), ".NoteListActivity", "save closes the form");
     assert!(shows(&dev, "groceries.md"), "the list shows the new note");
     // Rename and edit: the form starts with the note's name and text.
     tap(&dev, "groceries.md");
     tap(&dev, "name");
-    sh(&dev, &format!("input keyevent {}", vec!["67"; 3].join(" ")));
+    sh(&dev, "input keyevent 67 67");
     sh(&dev, "input text txt");
     tap(&dev, "text");
     sh(&dev, "input text '%sand%sbread'");
     tap(&dev, "Save");
+    assert_eq!(activity(&dev), ".NoteListActivity");
     assert_eq!(sh(&dev, "ls /sdcard/Notes"), "groceries.txt\n");
     assert_eq!(
         sh(&dev, "cat /sdcard/Notes/groceries.txt"),

@@ -39,6 +39,35 @@ fn rows(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The activity in front, as `.Name` in its package.
+fn activity(dev: &Mutex<Device>) -> String {
+    let (package, activity) = dev.lock().unwrap().focus_component();
+    activity
+        .strip_prefix(&package)
+        .unwrap_or(&activity)
+        .to_owned()
+}
+
+fn shows(dev: &Mutex<Device>, text: &str) -> bool {
+    dev.lock()
+        .unwrap()
+        .view()
+        .nodes
+        .iter()
+        .any(|n| n.text == text)
+}
+
+/// Scrolls the screen down (at most 20 swipes) until it shows `text`.
+fn scroll_to(dev: &Mutex<Device>, text: &str) -> bool {
+    for _ in 0..20 {
+        if shows(dev, text) {
+            return true;
+        }
+        sh(dev, "input swipe 540 1800 540 700 300");
+    }
+    shows(dev, text)
+}
+
 /// Taps the middle of the first node whose text or resource id (after `:id/`) is `what`,
 /// with `input tap`, as a person taps what they see.
 fn tap(dev: &Mutex<Device>, what: &str) {
@@ -99,13 +128,14 @@ fn a_contact_added_in_the_contacts_app_is_in_the_contacts_provider() {
         "Row: 0 display_name=Zoe Muller, number=+49 30 555 0199, label=Mobile\n"
     );
     // Back on the list, the new contact is shown.
+    assert_eq!(
+        activity(&dev),
+        ".activities.PeopleActivity",
+        "save closes the form"
+    );
     assert!(
-        dev.lock()
-            .unwrap()
-            .view()
-            .nodes
-            .iter()
-            .any(|n| n.text == "Zoe Muller")
+        scroll_to(&dev, "Zoe Muller"),
+        "the list shows the new contact"
     );
 }
 
@@ -158,14 +188,12 @@ fn editing_a_contact_in_the_app_changes_only_that_row() {
         .collect();
     assert_eq!(after, expected);
     // The detail screen shows the new number.
-    assert!(
-        dev.lock()
-            .unwrap()
-            .view()
-            .nodes
-            .iter()
-            .any(|n| n.text == "+44 20 7946 0999")
+    assert_eq!(
+        activity(&dev),
+        ".activities.ContactDetailActivity",
+        "save closes the form"
     );
+    assert!(shows(&dev, "+44 20 7946 0999"));
 }
 
 /// The `date=` of an SMS row, in ms.
@@ -217,23 +245,20 @@ fn a_message_sent_from_a_thread_is_in_sms_sent_with_the_clocks_date() {
         "{date} is not between {t0} s and {t1} s"
     );
     // The thread shows it, and the conversation list names it as the last message.
-    assert!(
-        dev.lock()
-            .unwrap()
-            .view()
-            .nodes
-            .iter()
-            .any(|n| n.text == "On my way")
+    assert!(shows(&dev, "On my way"));
+    sh(&dev, "input keyevent 4 4");
+    assert_eq!(
+        activity(&dev),
+        ".ui.conversationlist.ConversationListActivity"
     );
-    sh(&dev, "input keyevent 4");
-    assert!(
-        dev.lock()
-            .unwrap()
-            .view()
-            .nodes
-            .iter()
-            .any(|n| n.text == "On my way")
-    );
+    let d = dev.lock().unwrap();
+    let view = d.view();
+    let at = view
+        .nodes
+        .iter()
+        .position(|n| n.text == "Grace Hopper")
+        .unwrap();
+    assert_eq!(view.nodes[at + 1].text, "On my way");
 }
 
 #[test]
@@ -252,14 +277,11 @@ fn a_new_message_to_a_number_is_in_sms_sent() {
         "Row: 0 address=+1 555 0100, body=Hello there\n"
     );
     // The new conversation is on the list.
-    assert!(
-        dev.lock()
-            .unwrap()
-            .view()
-            .nodes
-            .iter()
-            .any(|n| n.text == "+1 555 0100")
+    assert_eq!(
+        activity(&dev),
+        ".ui.conversationlist.ConversationListActivity"
     );
+    assert!(shows(&dev, "+1 555 0100"));
 }
 
 #[test]
