@@ -123,3 +123,53 @@ fn a_note_without_a_name_or_over_an_existing_one_is_refused_on_screen() {
     assert!(shows(&dev, "Could not save: a.md already exists"));
     assert_eq!(sh(&dev, "cat /sdcard/Notes/a.md"), "x\n");
 }
+
+fn setting(dev: &Mutex<Device>, key: &str) -> String {
+    sh(dev, &format!("settings get {key}")).trim().to_owned()
+}
+
+#[test]
+fn the_brightness_slider_sets_screen_brightness_where_it_is_touched() {
+    let dev = phone();
+    sh(
+        &dev,
+        "am start -n com.android.settings/.display.DisplaySettings",
+    );
+    let (_, y, left, right) = spot(&dev, "brightness_slider");
+    sh(&dev, &format!("input tap {left} {y}"));
+    assert_eq!(setting(&dev, "system screen_brightness"), "0");
+    assert!(shows(&dev, "0 of 255"));
+    sh(&dev, &format!("input tap {} {y}", right - 1));
+    assert_eq!(setting(&dev, "system screen_brightness"), "255");
+    sh(&dev, &format!("input tap {} {y}", (left + right) / 2));
+    let middle: i32 = setting(&dev, "system screen_brightness").parse().unwrap();
+    assert!((120..=135).contains(&middle), "{middle}");
+    // Dragging the slider sets it where the finger stops.
+    sh(
+        &dev,
+        &format!("input swipe {} {y} {left} {y} 300", (left + right) / 2),
+    );
+    assert_eq!(setting(&dev, "system screen_brightness"), "0");
+}
+
+#[test]
+fn the_screen_timeout_picker_sets_screen_off_timeout() {
+    let dev = phone();
+    sh(
+        &dev,
+        "am start -n com.android.settings/.display.DisplaySettings",
+    );
+    assert_eq!(setting(&dev, "system screen_off_timeout"), "60000");
+    tap(&dev, "Screen timeout");
+    tap(&dev, "2 minutes");
+    assert_eq!(setting(&dev, "system screen_off_timeout"), "120000");
+    let d = dev.lock().unwrap();
+    let view = d.view();
+    let checked: Vec<&str> = view
+        .nodes
+        .iter()
+        .filter(|n| n.class == "android.widget.RadioButton" && n.checked)
+        .filter_map(|n| n.parent.map(|p| view.nodes[p].resource_id.as_str()))
+        .collect();
+    assert_eq!(checked, ["com.android.settings:id/timeout_2m"]);
+}
