@@ -280,15 +280,27 @@ impl Mesh {
     /// Starts `sims` simulated devices (attached to the device service directly over TCP),
     /// binds every service (port 0 in the config picks a free one) and points the endpoints
     /// at the bound addresses.
-    pub async fn start(mut config: Config, sims: usize) -> Result<Mesh> {
+    pub async fn start(config: Config, sims: usize) -> Result<Mesh> {
+        let phones = droidmesh_sim::SimOptions {
+            devices: sims,
+            ..droidmesh_sim::SimOptions::default()
+        };
+        Self::start_with_phones(config, phones).await
+    }
+
+    /// [`Mesh::start`] with simulated phones made as `phones` says (its host and port are the
+    /// mesh's own; no phones when `phones.devices` is 0).
+    pub async fn start_with_phones(
+        mut config: Config,
+        phones: droidmesh_sim::SimOptions,
+    ) -> Result<Mesh> {
         check_open(&config, config.listen.host)?;
         check_descriptors(&config, &Service::ALL)?;
-        let fleet = if sims > 0 {
+        let fleet = if phones.devices > 0 {
             let fleet = droidmesh_sim::start(droidmesh_sim::SimOptions {
                 host: config.listen.host,
                 base_port: 0,
-                devices: sims,
-                ..droidmesh_sim::SimOptions::default()
+                ..phones
             })
             .await
             .context("simulated devices cannot start")?;

@@ -14,14 +14,18 @@ fn droidmesh() -> Command {
     c
 }
 
-/// Runs the built-in suite with `agent` (2 seeds) and returns its JSON report and its output.
+/// Runs the built-in suite with `agent` (2 seeds unless `extra` says) and returns its JSON
+/// report and its output.
 fn eval(agent: Option<&str>, extra: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");
     let mut cmd = droidmesh();
-    cmd.args(["eval", "--seeds", "2", "--parallel", "3", "--json"])
+    cmd.args(["eval", "--parallel", "3", "--json"])
         .arg(&json)
         .args(extra);
+    if !extra.contains(&"--seeds") {
+        cmd.args(["--seeds", "2"]);
+    }
     if let Some(a) = agent {
         cmd.args(["--agent", a]);
     }
@@ -228,4 +232,29 @@ fn a_recorded_run_replays_to_the_same_result() {
     };
     assert_eq!(strip(&recorded), strip(&replayed));
     assert!(tasks(&replayed).iter().all(|t| t["success"] == true));
+}
+
+#[test]
+fn names_in_any_script_need_a_keyboard_app_on_the_phone() {
+    let (with, _) = eval(Some("oracle"), &["--tasks", "contacts/add", "--seeds", "8"]);
+    let (without, _) = eval(
+        Some("oracle"),
+        &[
+            "--tasks",
+            "contacts/add",
+            "--seeds",
+            "8",
+            "--keyboard",
+            "none",
+        ],
+    );
+    let ascii = |t: &Value| t["params"]["p"]["name"].as_str().unwrap().is_ascii();
+    assert!(tasks(&with).iter().all(|t| t["success"] == true));
+    assert!(
+        tasks(&with).iter().any(|t| !ascii(t)),
+        "no seed drew a non-ASCII name"
+    );
+    for t in tasks(&without) {
+        assert_eq!(t["success"].as_bool().unwrap(), ascii(t), "{t}");
+    }
 }

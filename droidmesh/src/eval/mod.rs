@@ -53,6 +53,11 @@ pub struct EvalArgs {
     /// scripted solution), `near-miss` (each task's wrong solution), `noop` (finishes at once).
     #[arg(long, value_enum)]
     pub agent: Option<Scripted>,
+    /// The keyboard app the simulated phones have, for typing text beyond ASCII: `adb`
+    /// (ADBKeyBoard), `portal` (the companion app, which also serves the UI tree) or `none`
+    /// (tasks with such text then fail to type it, as on a phone without either).
+    #[arg(long, value_enum, default_value = "adb")]
+    pub keyboard: Keyboard,
     /// Longest a task may run before it is cancelled and counted as failed.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
     pub task_timeout: Duration,
@@ -76,6 +81,13 @@ pub struct EvalArgs {
     pub list: bool,
     #[command(flatten)]
     pub llm: ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Keyboard {
+    Adb,
+    Portal,
+    None,
 }
 
 /// A simulated phone of the embedded mesh, reached through its shell.
@@ -180,7 +192,13 @@ pub async fn eval(args: EvalArgs, mut config: Config) -> Result<bool> {
     config.device.direct_devices.clear();
     config.device.adb_server.clear();
     let started = Instant::now();
-    let mesh = Mesh::start(config, args.parallel).await?;
+    let phones = droidmesh_sim::SimOptions {
+        devices: args.parallel,
+        adb_keyboard: args.keyboard == Keyboard::Adb,
+        portal: args.keyboard == Keyboard::Portal,
+        ..droidmesh_sim::SimOptions::default()
+    };
+    let mesh = Mesh::start_with_phones(config, phones).await?;
     let endpoint = mesh
         .endpoint(Service::Gateway)
         .context("the embedded gateway did not start")?;
