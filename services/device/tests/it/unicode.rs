@@ -251,6 +251,13 @@ async fn the_users_own_choice_of_keyboard_is_selected_again() {
         format!("{LATIN}:{ADB_IME}")
     );
     assert!(!sh(&phone, "ime list -s").contains(COMPANION_IME));
+    // What the phone has was asked once: a second typing does not ask again.
+    type_text(&mut client, &lease, index, "또", false)
+        .await
+        .unwrap();
+    let (_, recent) = phone.devices()[0].streams_opened();
+    let asked = recent.iter().filter(|s| s.contains("ime list -a -s")).count();
+    assert_eq!(asked, 1, "{recent:#?}");
     phone.shutdown().await;
 }
 
