@@ -256,7 +256,10 @@ async fn the_users_own_choice_of_keyboard_is_selected_again() {
         .await
         .unwrap();
     let (_, recent) = phone.devices()[0].streams_opened();
-    let asked = recent.iter().filter(|s| s.contains("ime list -a -s")).count();
+    let asked = recent
+        .iter()
+        .filter(|s| s.contains("ime list -a -s"))
+        .count();
     assert_eq!(asked, 1, "{recent:#?}");
     phone.shutdown().await;
 }
