@@ -120,6 +120,30 @@ pub enum Widget {
         #[serde(default = "zero")]
         off: String,
     },
+    /// A row with a slider over an integer setting: a touch or a drag sets it in proportion
+    /// to where the finger is (`min` at the left end, `max` at the right).
+    Slider {
+        #[serde(default)]
+        id: String,
+        text: String,
+        #[serde(default)]
+        summary: String,
+        setting: String,
+        #[serde(default)]
+        min: i64,
+        max: i64,
+    },
+    /// A row with a radio button: checked while the setting holds `value`, a tap sets it (a
+    /// screen of these is a picker).
+    Radio {
+        #[serde(default)]
+        id: String,
+        text: String,
+        #[serde(default)]
+        summary: String,
+        setting: String,
+        value: String,
+    },
     Edit {
         id: String,
         #[serde(default)]
@@ -394,8 +418,19 @@ impl AppSet {
                             check_action(app, &Action::parse(action).map_err(&at)?).map_err(&at)?;
                             continue;
                         }
-                        Widget::Switch { setting, .. } => {
+                        Widget::Switch { setting, .. } | Widget::Radio { setting, .. } => {
                             split_setting(setting).map_err(&at)?;
+                            continue;
+                        }
+                        Widget::Slider {
+                            setting, min, max, ..
+                        } => {
+                            split_setting(setting).map_err(&at)?;
+                            if min >= max {
+                                return Err(at(format!(
+                                    "slider '{setting}' needs min < max, found {min} and {max}"
+                                )));
+                            }
                             continue;
                         }
                         _ => continue,

@@ -237,7 +237,7 @@ impl Device {
     }
 
     /// The timing of the app in front.
-    fn timing(&self) -> crate::apps::Timing {
+    pub(crate) fn timing(&self) -> crate::apps::Timing {
         if !self.realtime {
             return crate::apps::Timing::default();
         }
@@ -453,22 +453,10 @@ impl Device {
                     .or_else(|| self.settings.get(&setting).cloned())
                     .unwrap_or_default();
                 let next = if now == on { off } else { on };
-                let delay = self.timing().switch_ms;
-                if delay == 0 {
-                    self.settings.insert(setting, next);
-                } else {
-                    if self.pending.len() >= PENDING_KEPT
-                        && let Some((_, key, value)) = self.pending.pop_front()
-                    {
-                        self.settings.insert(key, value);
-                    }
-                    self.pending.push_back((
-                        Instant::now() + Duration::from_millis(delay),
-                        setting,
-                        next,
-                    ));
-                }
+                self.put_setting(setting, next);
             }
+            Tap::Set { setting, value } => self.put_setting(setting, value),
+            slide @ Tap::Slide { .. } => self.slide(&slide, x),
             Tap::Focus(key) => {
                 self.focus = Some(key);
                 self.keyboard = true;
@@ -548,6 +536,11 @@ impl Device {
             return;
         }
         let view = self.view();
+        // A drag that starts on a slider moves it to where the finger stops.
+        if let Some(slide @ Tap::Slide { .. }) = view.hit(x1, y1).map(|n| n.tap.clone()) {
+            self.slide(&slide, x2);
+            return;
+        }
         if let Some((viewport, max)) = view.scroll
             && viewport.contains(x1, y1)
             && let Some(top) = self.stack.last_mut()

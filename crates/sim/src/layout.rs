@@ -15,6 +15,16 @@ const GRID_COLUMNS: i32 = 4;
 const GRID_CELL_H: i32 = 330;
 const ICON_COLORS: u8 = 6;
 
+/// What sits at the right end of a row.
+#[derive(Clone, Copy)]
+enum Control {
+    Switch(bool),
+    Radio(bool),
+}
+
+/// Height of a slider's track under its row.
+const SLIDER: i32 = 132;
+
 struct Builder<'a> {
     dev: &'a Device,
     app: &'a App,
@@ -57,7 +67,14 @@ impl Builder<'_> {
     }
 
     /// A row: title, optional summary, optional switch.
-    fn row(&mut self, id: &str, title: String, summary: String, switch: Option<bool>, tap: Tap) {
+    fn row(
+        &mut self,
+        id: &str,
+        title: String,
+        summary: String,
+        control: Option<Control>,
+        tap: Tap,
+    ) {
         let height = if summary.is_empty() { ROW } else { ROW_SUMMARY };
         let Some(r) = self.block(height) else { return };
         let row = self.push(
@@ -73,7 +90,7 @@ impl Builder<'_> {
                 ..Node::default()
             },
         );
-        let text_right = if switch.is_some() {
+        let text_right = if control.is_some() {
             WIDTH - 240
         } else {
             WIDTH - PAD
@@ -117,9 +134,27 @@ impl Builder<'_> {
                 }
             }
         }
-        if let Some(on) = switch {
+        if let Some(control) = control {
+            let (class, resource_id, on, text, style, left) = match control {
+                Control::Switch(on) => (
+                    "android.widget.Switch",
+                    "android:id/switch_widget",
+                    on,
+                    if on { "ON" } else { "OFF" },
+                    Style::Switch { on },
+                    WIDTH - 204,
+                ),
+                Control::Radio(on) => (
+                    "android.widget.RadioButton",
+                    "android:id/checkbox",
+                    on,
+                    "",
+                    Style::Radio { on },
+                    WIDTH - PAD - 84,
+                ),
+            };
             let b = self.clipped(Rect::new(
-                WIDTH - 204,
+                left,
                 r.top + (height - 84) / 2,
                 WIDTH - PAD,
                 r.top + (height + 84) / 2,
@@ -128,14 +163,14 @@ impl Builder<'_> {
                 self.push(
                     row,
                     Node {
-                        class: "android.widget.Switch",
-                        resource_id: "android:id/switch_widget".into(),
-                        text: if on { "ON".into() } else { "OFF".into() },
+                        class,
+                        resource_id: resource_id.into(),
+                        text: text.into(),
                         bounds: b,
                         checkable: true,
                         checked: on,
                         focusable: true,
-                        style: Style::Switch { on },
+                        style,
                         ..Node::default()
                     },
                 );
@@ -212,10 +247,33 @@ impl Builder<'_> {
                     id,
                     dev.expand(text),
                     dev.expand(summary),
-                    Some(&value == on),
+                    Some(Control::Switch(&value == on)),
                     tap,
                 );
             }
+            Widget::Radio {
+                id,
+                text,
+                summary,
+                setting,
+                value,
+            } => {
+                let on = dev.settings.get(setting) == Some(value);
+                let tap = Tap::Set {
+                    setting: setting.clone(),
+                    value: value.clone(),
+                };
+                let (text, summary) = (dev.expand(text), dev.expand(summary));
+                self.row(id, text, summary, Some(Control::Radio(on)), tap);
+            }
+            Widget::Slider {
+                id,
+                text,
+                summary,
+                setting,
+                min,
+                max,
+            } => self.slider(id, text, summary, setting, (*min, *max)),
             Widget::Edit {
                 id,
                 hint,
@@ -308,6 +366,51 @@ impl Builder<'_> {
             }
             Widget::Grid => self.grid(),
         }
+    }
+
+    /// A row (title and summary) over a slider's track.
+    fn slider(
+        &mut self,
+        id: &str,
+        text: &str,
+        summary: &str,
+        setting: &str,
+        (min, max): (i64, i64),
+    ) {
+        let dev = self.dev;
+        self.row("", dev.expand(text), dev.expand(summary), None, Tap::None);
+        let value = dev
+            .settings
+            .get(setting)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+            .unwrap_or(min as f64)
+            .clamp(min as f64, max as f64);
+        let span = (max - min).max(1) as f64;
+        let permille = ((value - min as f64) / span * 1000.0).round() as u16;
+        let Some(r) = self.block(SLIDER) else { return };
+        let track = Rect::new(PAD, r.top + 18, WIDTH - PAD, r.bottom - 42);
+        let b = self.clipped(track);
+        self.push(
+            self.container,
+            Node {
+                class: "android.widget.SeekBar",
+                resource_id: self.rid(id),
+                content_desc: dev.expand(text),
+                bounds: b,
+                clickable: true,
+                focusable: true,
+                tap: Tap::Slide {
+                    setting: setting.to_owned(),
+                    min,
+                    max,
+                    left: track.left,
+                    right: track.right,
+                },
+                style: Style::Slider { permille },
+                ..Node::default()
+            },
+        );
     }
 
     fn goto(&self, screen: &str, item: Option<usize>) -> Tap {

@@ -6,6 +6,7 @@
 pub mod apps;
 pub mod clock;
 mod conn;
+mod controls;
 pub mod device;
 mod dirs;
 mod forms;

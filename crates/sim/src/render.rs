@@ -165,6 +165,27 @@ impl Canvas {
                 };
                 self.fill(knob, WHITE);
             }
+            Style::Radio { on } => {
+                let side = (b.bottom - b.top).min(b.right - b.left);
+                let ring = Rect::new(b.left, b.top, b.left + side, b.top + side);
+                self.outline(ring, 6, if on { ACCENT } else { OUTLINE });
+                if on {
+                    let dot = Rect::new(
+                        ring.left + 18,
+                        ring.top + 18,
+                        ring.right - 18,
+                        ring.bottom - 18,
+                    );
+                    self.fill(dot, ACCENT);
+                }
+            }
+            Style::Slider { permille } => {
+                let mid = (b.top + b.bottom) / 2;
+                self.fill(Rect::new(b.left, mid - 6, b.right, mid + 6), OUTLINE);
+                let x = b.left + (b.right - b.left) * i32::from(permille.min(1000)) / 1000;
+                self.fill(Rect::new(b.left, mid - 6, x, mid + 6), ACCENT);
+                self.fill(Rect::new(x - 24, mid - 24, x + 24, mid + 24), ACCENT);
+            }
             Style::Edit { hint } => {
                 self.outline(
                     b,

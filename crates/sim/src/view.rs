@@ -72,6 +72,19 @@ pub enum Tap {
         on: String,
         off: String,
     },
+    /// Set a setting to a value (a radio button).
+    Set {
+        setting: String,
+        value: String,
+    },
+    /// Set an integer setting from where the finger is between `left` and `right` (a slider).
+    Slide {
+        setting: String,
+        min: i64,
+        max: i64,
+        left: i32,
+        right: i32,
+    },
     /// Focus an editable field (by field key) and show the keyboard.
     Focus(String),
     Action(Action),
@@ -94,6 +107,13 @@ pub enum Style {
     },
     Edit {
         hint: bool,
+    },
+    Radio {
+        on: bool,
+    },
+    /// A slider's track, filled this many thousandths of the way.
+    Slider {
+        permille: u16,
     },
     Button,
     Icon {
