@@ -290,7 +290,8 @@ async fn run_all(
         free_tx.send(p).await.context("the phone pool closed")?;
     }
     let total = instances.len();
-    let progress = Arc::new(std::sync::Mutex::new((0usize, 0usize)));
+    // (started, finished, failed)
+    let progress = Arc::new(std::sync::Mutex::new((0usize, 0usize, 0usize)));
     let free_rx = Arc::new(tokio::sync::Mutex::new(free_rx));
     let mut running = tokio::task::JoinSet::new();
     for chain in same_goal_chains(instances) {
@@ -303,16 +304,18 @@ async fn run_all(
                 let Some(phone) = free_rx.lock().await.recv().await else {
                     break;
                 };
+                progress.lock().unwrap_or_else(|p| p.into_inner()).0 += 1;
                 let record = run_one(client.clone(), &phone, &inst, mode, max_steps, timeout).await;
                 let _ = free_tx.send(phone).await;
-                let (finished, failed) = {
+                let (started_n, finished, failed) = {
                     let mut p = progress.lock().unwrap_or_else(|p| p.into_inner());
-                    p.0 += 1;
-                    p.1 += usize::from(!record.success);
+                    p.1 += 1;
+                    p.2 += usize::from(!record.success);
                     *p
                 };
+                let running_n = started_n - finished;
                 say!(
-                    "[{finished}/{total} done, {failed} failed, {:.1} s] {} {}: {}",
+                    "[{finished}/{total} done, {running_n} running, {failed} failed, {:.1} s] {} {}: {}",
                     started.elapsed().as_secs_f64(),
                     record.id,
                     if record.success { "passed" } else { "FAILED" },
