@@ -39,3 +39,5 @@ pub use limits::SandboxLimits;
 pub use outcome::{ErrorKind, RunOutcome, ScriptError};
 pub use quickjs::QuickJs;
 pub use session::{GlobalSet, Session, StopHandle};
+#[doc(hidden)]
+pub use worker::prepared_spares;

@@ -62,13 +62,30 @@ struct Spare {
 
 static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
 
-/// Hands `start` to a spare thread with a large enough stack, or spawns a new thread.
-pub(crate) fn launch(mut start: Start) -> Result<()> {
-    let stack_size = start
-        .limits
+/// The native stack of a session thread for `limits`.
+fn stack_size(limits: &SandboxLimits) -> usize {
+    limits
         .stack_bytes
         .saturating_mul(2)
-        .saturating_add(THREAD_STACK_MARGIN);
+        .saturating_add(THREAD_STACK_MARGIN)
+}
+
+/// Spare threads whose prepared work is ready and whose stack fits a session with `limits`:
+/// the next such session starts on one of them unless another takes it first. For tests that
+/// wait for a session to take the prepared path.
+pub fn prepared_spares(limits: &SandboxLimits) -> usize {
+    let stack_size = stack_size(limits);
+    SPARES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|s| s.stack_size >= stack_size && s.prepared.load(Ordering::Acquire))
+        .count()
+}
+
+/// Hands `start` to a spare thread with a large enough stack, or spawns a new thread.
+pub(crate) fn launch(mut start: Start) -> Result<()> {
+    let stack_size = stack_size(&start.limits);
     loop {
         let spare = {
             let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);

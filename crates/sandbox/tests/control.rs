@@ -109,14 +109,29 @@ fn stack_overflow_ends_the_run_and_the_session_recovers() {
 
 #[test]
 fn stop_handle_stops_a_running_script_from_another_thread() {
-    let s = Session::new(SandboxLimits::default(), Capabilities::new()).unwrap();
+    // The script says when it runs; the other thread stops it then.
+    let (running, started) = std::sync::mpsc::channel();
+    let started_fn = HostFunction::new("started", "", move |_| {
+        let _ = running.send(());
+        Ok(Value::Null)
+    });
+    let s = Session::new(
+        SandboxLimits::default(),
+        Capabilities::new().function(started_fn),
+    )
+    .unwrap();
     ok(&s, "let alive = 'yes'");
     let stop = s.stop_handle();
     let stopper = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(100));
+        started
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the script never started");
         stop.stop();
     });
-    let (out, took) = timed(|| s.run_blocking("let n = 0; while (true) { n++ }").unwrap());
+    let (out, took) = timed(|| {
+        s.run_blocking("started(); let n = 0; while (true) { n++ }")
+            .unwrap()
+    });
     stopper.join().unwrap();
     assert_eq!(out.error.unwrap().kind, ErrorKind::Stopped);
     assert!(took < Duration::from_secs(2), "{took:?}");

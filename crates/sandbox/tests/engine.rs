@@ -114,11 +114,22 @@ fn a_larger_stack_limit_allows_deeper_recursion() {
 
 #[test]
 fn a_session_on_a_prepared_spare_is_fresh_and_keeps_its_limits() {
-    // Time for the spare thread to prepare its next runtime and context before each session,
-    // so these sessions take the prepared path.
-    let settle = || std::thread::sleep(std::time::Duration::from_millis(30));
+    // Before each session, a spare thread (the one the last session left) has prepared its
+    // next runtime and context, so the session takes the prepared path (unless a test running
+    // alongside takes that spare first).
+    let settle = |limits: &SandboxLimits| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while droidmesh_sandbox::prepared_spares(limits) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no spare thread prepared within 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    };
+    drop(Session::new(SandboxLimits::default(), Capabilities::new()).unwrap());
     for round in 0..5 {
-        settle();
+        settle(&SandboxLimits::default());
         let s = Session::new(SandboxLimits::default(), Capabilities::new()).unwrap();
         let out = s
             .run_blocking("typeof leaked + ':' + typeof ({}).polluted")
@@ -131,12 +142,12 @@ fn a_session_on_a_prepared_spare_is_fresh_and_keeps_its_limits() {
         s.run_blocking("globalThis.leaked = 1; Object.prototype.polluted = 1")
             .unwrap();
     }
-    settle();
     let small = SandboxLimits {
         memory_bytes: 8 * 1024 * 1024,
         stack_bytes: 256 * 1024,
         ..SandboxLimits::default()
     };
+    settle(&small);
     let s = Session::new(small, Capabilities::new()).unwrap();
     let out = s
         .run_blocking("let a = []; for (;;) a.push('x'.repeat(1 << 16) + a.length)")
