@@ -3,12 +3,14 @@
 //! TCP debugging. Apps are data ([`apps`]); screens are laid out, dumped as uiautomator XML
 //! and drawn as PNG from the same view tree; ground truth is read as on a phone
 //! (`settings get global wifi_on`, `cat /sdcard/Notes/note.txt`).
+mod actions;
 pub mod apps;
 pub mod clock;
 mod conn;
 mod controls;
 pub mod device;
 mod dirs;
+mod expand;
 mod forms;
 pub mod fs;
 pub mod keyboards;
