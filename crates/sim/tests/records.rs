@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use droidmesh_sim::apps::AppSet;
 use droidmesh_sim::device::Device;
+use droidmesh_sim::query::{Where, parse_bind, parse_sort};
 use droidmesh_sim::shell::run;
 use proptest::prelude::*;
 
@@ -428,6 +429,19 @@ proptest! {
         prop_assert_eq!(out.code, 0);
         // The phone still answers.
         prop_assert_eq!(sh(&dev, "echo ok"), "ok\n");
+    }
+
+    #[test]
+    fn the_parsers_answer_any_text_without_panicking(
+        text in "(\\PC|[()'\"=<>!%_,: ]|AND |OR |NOT |LIKE |IS |NULL |IN ){0,60}",
+    ) {
+        let known = |c: &str| c == "a" || c == "b";
+        if let Ok(w) = Where::parse(&text, &known) {
+            let row = [("a".to_owned(), "1".to_owned())].into_iter().collect();
+            let _ = w.matches(&row);
+        }
+        let _ = parse_sort(&text, &known);
+        let _ = parse_bind(&text);
     }
 }
 
