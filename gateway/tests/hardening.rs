@@ -52,29 +52,6 @@ async fn release_all(stack: &Stack, leases: &[Lease]) {
     }
 }
 
-/// Watches `id` from the start until an event matches `until` (within 10 s).
-async fn watch_until(stack: &Stack, id: &str, until: impl Fn(&TaskEvent) -> bool) -> TaskEvent {
-    let mut g = stack.gateway.clone();
-    let mut s = g
-        .watch_task(WatchTaskRequest {
-            task_id: id.into(),
-            from_seq: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let ev = s.next().await.expect("the stream ended").unwrap();
-            if until(&ev) {
-                return ev;
-            }
-        }
-    })
-    .await
-    .expect("no matching event within 10 s")
-}
-
 fn status_detail(ev: &TaskEvent) -> Option<(i32, &str)> {
     match &ev.kind {
         Some(task_event::Kind::Status(s)) => Some((s.state, s.detail.as_str())),

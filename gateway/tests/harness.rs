@@ -238,6 +238,29 @@ pub fn request(goal: &str, device: &str) -> TaskRequest {
     }
 }
 
+/// Watches `id` from the start until an event matches `until` (within 10 s).
+pub async fn watch_until(stack: &Stack, id: &str, until: impl Fn(&TaskEvent) -> bool) -> TaskEvent {
+    let mut g = stack.gateway.clone();
+    let mut s = g
+        .watch_task(droidmesh_proto::v1::WatchTaskRequest {
+            task_id: id.into(),
+            from_seq: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let ev = s.next().await.expect("the stream ended").unwrap();
+            if until(&ev) {
+                return ev;
+            }
+        }
+    })
+    .await
+    .expect("no matching event within 10 s")
+}
+
 /// Collects a stream of events to its end.
 pub async fn collect(mut s: tonic::Streaming<TaskEvent>) -> Vec<TaskEvent> {
     let mut out = Vec::new();

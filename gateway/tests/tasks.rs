@@ -190,7 +190,12 @@ async fn a_busy_device_is_refused_or_queued() {
     let mut queued = request("answer: queued", serial);
     queued.wait_for_device = true;
     let second = g.submit_task(queued).await.unwrap().into_inner().task_id;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Refused its lease, the queued task says it waits, and waits.
+    watch_until(&stack, &second, |e| {
+        matches!(&e.kind, Some(task_event::Kind::Status(s))
+            if s.detail.starts_with("waiting for a device"))
+    })
+    .await;
     assert_eq!(state_of(&stack, &second).await, TaskState::Pending);
     g.cancel_task(CancelTaskRequest {
         task_id: first.clone(),
@@ -216,7 +221,11 @@ async fn cancel_mid_run_ends_the_task_and_frees_the_device() {
         .task_id;
     wait_for(&stack, &id, TaskState::Running).await;
     assert_eq!(holder(&stack, serial).await.as_deref(), Some(id.as_str()));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancelled once it has taken a step.
+    watch_until(&stack, &id, |e| {
+        matches!(e.kind, Some(task_event::Kind::StepStarted(_)))
+    })
+    .await;
     let task = g
         .cancel_task(CancelTaskRequest {
             task_id: id.clone(),
