@@ -64,7 +64,21 @@ async fn a_restarted_device_is_reconnected_and_a_gone_one_is_an_error() {
     let dev = DirectDevice::new(addr, Some(test_key_path()));
     assert_eq!(text(dev.shell("echo one").await.unwrap()), "one\n");
     fleet.shutdown().await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The device's end of the connection closes as its task sees the stop; the client sees it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while dev
+        .conn
+        .lock()
+        .await
+        .as_ref()
+        .is_some_and(|c| c.alive.load(Ordering::Acquire))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the connection outlived the device by 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 
     let err = dev.shell("echo two").await.unwrap_err();
     assert!(matches!(err, DirectError::Connection(_)), "{err:?}");
