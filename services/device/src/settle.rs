@@ -14,9 +14,10 @@
 //! screen next.
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::observe::Observed;
 use crate::registry::Slot;
@@ -197,7 +198,7 @@ pub async fn settle(slot: &Slot, cfg: &SettleConfig) -> Settled {
         }
         let next = (round + cfg.interval).min(deadline);
         if next > Instant::now() {
-            tokio::time::sleep_until(next.into()).await;
+            tokio::time::sleep_until(next).await;
         }
     }
 }
