@@ -2,7 +2,8 @@
 //! TCP, so a real adb server attaches them with `adb connect HOST:PORT` exactly like a phone on
 //! TCP debugging. Apps are data ([`apps`]); screens are laid out, dumped as uiautomator XML
 //! and drawn as PNG from the same view tree; ground truth is read as on a phone
-//! (`settings get global wifi_on`, `cat /sdcard/Notes/note.txt`).
+//! (`settings get global wifi_on`, `cat /sdcard/Notes/note.txt`,
+//! `content query --uri content://contacts/phones/`).
 mod actions;
 pub mod apps;
 pub mod clock;
