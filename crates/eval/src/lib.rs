@@ -20,6 +20,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("lookup.toml", include_str!("../suite/lookup.toml")),
     ("contacts.toml", include_str!("../suite/contacts.toml")),
     ("messages.toml", include_str!("../suite/messages.toml")),
+    ("notes.toml", include_str!("../suite/notes.toml")),
 ];
 
 /// The built-in suite.
