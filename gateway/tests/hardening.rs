@@ -8,7 +8,6 @@ use droidmesh_proto::v1::{
     AcquireLeaseRequest, CancelTaskRequest, GetTaskRequest, Lease, LeaseRef, ReleaseLeaseRequest,
     SendMessageRequest, TaskEvent, TaskState, WatchTaskRequest, send_message_request, task_event,
 };
-use tokio_stream::StreamExt;
 use tonic::Code;
 
 use super::agents::ScriptedExecutor;
