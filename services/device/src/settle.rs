@@ -146,14 +146,28 @@ impl Settled {
 /// Observes `slot` until its UI has settled or `cfg.max` has passed (the observation under
 /// way then is waited for: each is bounded by the command timeout).
 pub async fn settle(slot: &Slot, cfg: &SettleConfig) -> Settled {
+    settle_on(&slot.settle, cfg, || crate::state::observe(slot)).await
+}
+
+/// [`settle`] with the screen read by `observe` (a device's, or a test's script), the
+/// observations recorded in `state`.
+async fn settle_on<F, E>(
+    state: &SettleState,
+    cfg: &SettleConfig,
+    mut observe: impl FnMut() -> F,
+) -> Settled
+where
+    F: Future<Output = Result<Observed, E>>,
+    E: std::fmt::Display,
+{
     let started = Instant::now();
     let deadline = started + cfg.max;
-    let before = slot.settle.last();
+    let before = state.last();
     let mut previous: Option<u64> = None;
     let mut observations = 0u32;
     loop {
         let round = Instant::now();
-        let observed = match crate::state::observe(slot).await {
+        let observed = match observe().await {
             Ok(o) => o,
             Err(e) => {
                 return Settled {
@@ -170,7 +184,7 @@ pub async fn settle(slot: &Slot, cfg: &SettleConfig) -> Settled {
         let elapsed = started.elapsed();
         let changed = before.is_some_and(|b| b != print);
         if moving.is_none() && previous == Some(print) && (changed || elapsed >= cfg.quiet) {
-            slot.settle.keep(observed);
+            state.keep(observed);
             return Settled {
                 waited: elapsed,
                 observations,
@@ -184,7 +198,7 @@ pub async fn settle(slot: &Slot, cfg: &SettleConfig) -> Settled {
         }
         previous = Some(print);
         if Instant::now() >= deadline {
-            slot.settle.seen(&observed);
+            state.seen(&observed);
             return Settled {
                 waited: elapsed,
                 observations,
@@ -202,6 +216,10 @@ pub async fn settle(slot: &Slot, cfg: &SettleConfig) -> Settled {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "settle_clock_tests.rs"]
+mod clock_tests;
 
 #[cfg(test)]
 mod tests {
