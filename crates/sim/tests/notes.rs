@@ -173,3 +173,20 @@ fn the_screen_timeout_picker_sets_screen_off_timeout() {
         .collect();
     assert_eq!(checked, ["com.android.settings:id/timeout_2m"]);
 }
+
+#[test]
+fn a_note_opened_from_the_folder_shows_in_dumpsys_window() {
+    // A screen opened from a file carries the file's 52-bit id; the window's identity hash
+    // must not overflow on it (it panicked the shell, so the device service's observation
+    // read "internal error" instead of the screen).
+    let dev = phone();
+    sh(&dev, "mkdir -p /sdcard/Notes");
+    sh(&dev, "echo 'call the plumber' > /sdcard/Notes/plans.md");
+    sh(&dev, "am start -n com.droidmesh.notes/.NoteListActivity");
+    tap(&dev, "plans.md");
+    let window = sh(&dev, "dumpsys window");
+    assert!(
+        window.contains("com.droidmesh.notes/.NoteEditActivity"),
+        "{window}"
+    );
+}

@@ -29,11 +29,13 @@ pub(super) fn names(dev: &Device, f: &Frame) -> (String, String, String) {
 }
 
 /// The identity hash Android prints for a frame's ActivityRecord (`+1` for its window).
+/// Wrapping: a frame opened from a record carries the record's id, which may be a 52-bit hash
+/// (a file's), so the sum can pass `u32::MAX`.
 pub(super) fn record_hash(f: &Frame) -> u32 {
-    0x5c3a_2b10
-        + (f.app as u32) * 0x1_0010
-        + (f.screen as u32) * 0x100
-        + f.item.map_or(0, |i| i as u32 + 1)
+    0x5c3a_2b10_u32
+        .wrapping_add((f.app as u32).wrapping_mul(0x1_0010))
+        .wrapping_add((f.screen as u32).wrapping_mul(0x100))
+        .wrapping_add(f.item.map_or(0, |i| (i as u32).wrapping_add(1)))
 }
 
 /// The task a frame's app runs in.
