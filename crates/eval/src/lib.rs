@@ -21,6 +21,8 @@ const BUILTIN: &[(&str, &str)] = &[
     ("contacts.toml", include_str!("../suite/contacts.toml")),
     ("messages.toml", include_str!("../suite/messages.toml")),
     ("notes.toml", include_str!("../suite/notes.toml")),
+    ("tasks.toml", include_str!("../suite/tasks.toml")),
+    ("expenses.toml", include_str!("../suite/expenses.toml")),
 ];
 
 /// The built-in suite.
