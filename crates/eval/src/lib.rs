@@ -23,6 +23,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("notes.toml", include_str!("../suite/notes.toml")),
     ("tasks.toml", include_str!("../suite/tasks.toml")),
     ("expenses.toml", include_str!("../suite/expenses.toml")),
+    ("clock.toml", include_str!("../suite/clock.toml")),
 ];
 
 /// The built-in suite.
