@@ -44,6 +44,20 @@ fn tasks(report: &Value) -> &Vec<Value> {
     report["tasks"].as_array().unwrap()
 }
 
+/// The report's tasks without what the machine's speed decides (times), for comparing runs.
+fn without_timings(report: &Value) -> Vec<Value> {
+    tasks(report)
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            for timing in ["wall_ms", "model_ms", "setup_us"] {
+                t.as_object_mut().unwrap().remove(timing);
+            }
+            t
+        })
+        .collect()
+}
+
 /// The templates of the built-in suite that start satisfied.
 fn satisfied_at_start() -> Vec<String> {
     let families = droidmesh_eval::builtin().unwrap();
@@ -133,19 +147,7 @@ fn a_run_is_reproducible_from_its_seeds_and_written_as_junit() {
         ],
     );
     let (b, _) = eval(Some("near-miss"), &["--tasks", "settings/wifi*"]);
-    let strip = |r: &Value| -> Vec<Value> {
-        tasks(r)
-            .iter()
-            .map(|t| {
-                let mut t = t.clone();
-                for timing in ["wall_ms", "model_ms", "setup_us"] {
-                    t.as_object_mut().unwrap().remove(timing);
-                }
-                t
-            })
-            .collect()
-    };
-    assert_eq!(strip(&a), strip(&b));
+    assert_eq!(without_timings(&a), without_timings(&b));
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
         xml.contains("<testsuite name=\"droidmesh eval\" tests=\"6\" failures=\"6\""),
@@ -218,19 +220,7 @@ fn a_recorded_run_replays_to_the_same_result() {
         "{}",
         replayed["agent"]
     );
-    let strip = |r: &Value| -> Vec<Value> {
-        tasks(r)
-            .iter()
-            .map(|t| {
-                let mut t = t.clone();
-                for timing in ["wall_ms", "model_ms", "setup_us"] {
-                    t.as_object_mut().unwrap().remove(timing);
-                }
-                t
-            })
-            .collect()
-    };
-    assert_eq!(strip(&recorded), strip(&replayed));
+    assert_eq!(without_timings(&recorded), without_timings(&replayed));
     assert!(tasks(&replayed).iter().all(|t| t["success"] == true));
 }
 

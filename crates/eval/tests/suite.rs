@@ -20,6 +20,18 @@ impl Phone for Sim {
     }
 }
 
+/// One simulated phone (on a free port) and its fleet, to shut down at the end.
+async fn one_phone() -> (droidmesh_sim::SimFleet, Sim) {
+    let fleet = droidmesh_sim::start(SimOptions {
+        base_port: 0,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let phone = Sim(fleet.devices()[0].clone());
+    (fleet, phone)
+}
+
 /// Puts the phone in the state a setting check wants, through the shell; a question is
 /// answered with the value it wants. Returns that answer, or `None` for a check this test
 /// cannot satisfy by hand (records: the oracles satisfy those through the mesh).
@@ -48,13 +60,7 @@ async fn satisfy(phone: &Sim, check: &Check) -> Option<String> {
 
 #[tokio::test]
 async fn every_check_fails_where_its_task_starts_and_passes_once_the_goal_holds() {
-    let fleet = droidmesh_sim::start(SimOptions {
-        base_port: 0,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let phone = Sim(fleet.devices()[0].clone());
+    let (fleet, phone) = one_phone().await;
     let families = builtin().unwrap();
     let instances = select(&families, &[], 2).unwrap();
     assert!(instances.len() >= 16, "{}", instances.len());
@@ -85,13 +91,7 @@ async fn every_check_fails_where_its_task_starts_and_passes_once_the_goal_holds(
 
 #[tokio::test]
 async fn a_composite_goal_scores_the_fraction_done_and_names_what_is_missing() {
-    let fleet = droidmesh_sim::start(SimOptions {
-        base_port: 0,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let phone = Sim(fleet.devices()[0].clone());
+    let (fleet, phone) = one_phone().await;
     let families = builtin().unwrap();
     let inst = select(&families, &["settings/offline".into()], 1)
         .unwrap()
@@ -190,13 +190,7 @@ oracle = ["complete(true, 'done')"]
 
 #[tokio::test]
 async fn file_and_answer_checks_read_the_phone_and_the_answer() {
-    let fleet = droidmesh_sim::start(SimOptions {
-        base_port: 0,
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap();
-    let phone = Sim(fleet.devices()[0].clone());
+    let (fleet, phone) = one_phone().await;
     let parse = |toml: &str| -> Check {
         #[derive(serde::Deserialize)]
         struct W {
