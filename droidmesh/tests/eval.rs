@@ -250,3 +250,41 @@ fn names_in_any_script_need_a_keyboard_app_on_the_phone() {
         assert_eq!(t["success"].as_bool().unwrap(), ascii(t), "{t}");
     }
 }
+
+#[test]
+fn a_run_too_large_to_hold_is_refused_before_anything_starts() {
+    let refused = |args: &[&str]| {
+        let out = droidmesh().arg("eval").args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused(&["--seeds", "0"]);
+    assert!(err.contains("--seeds") && err.contains("1..=1000"), "{err}");
+    let err = refused(&["--seeds", "1001"]);
+    assert!(err.contains("1..=1000"), "{err}");
+    // Every template 1000 times is more instances than a run makes; nothing is started.
+    let err = refused(&["--seeds", "1000", "--list"]);
+    assert!(
+        err.contains("1000 seeds") && err.contains("at most 10000"),
+        "{err}"
+    );
+    assert!(!err.contains("phone"), "{err}");
+    // The same seeds over one template are within the bound.
+    let out = droidmesh()
+        .args([
+            "eval",
+            "--tasks",
+            "settings/wifi",
+            "--seeds",
+            "1000",
+            "--list",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1000);
+}

@@ -4,6 +4,7 @@
 //! The mesh runs embedded in this process, as `run` without `--gateway`.
 mod agents;
 mod report;
+mod select;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,8 +35,9 @@ pub struct EvalArgs {
     /// when absent.
     #[arg(long = "tasks", value_name = "GLOB")]
     pub tasks: Vec<String>,
-    /// Instances of each template (seeds 0 to N-1).
-    #[arg(long, default_value_t = 1)]
+    /// Instances of each template (seeds 0 to N-1; 1 to 1000, and a run makes at most 10000
+    /// instances in all).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=select::MAX_SEEDS))]
     pub seeds: u64,
     /// Tasks run at once, each on its own simulated phone.
     #[arg(long, default_value_t = 2)]
@@ -123,22 +125,7 @@ pub async fn eval(args: EvalArgs, mut config: Config) -> Result<bool> {
         ),
         None => (droidmesh_eval::builtin()?, "built-in".to_owned()),
     };
-    let instances = droidmesh_eval::select(&families, &args.tasks, args.seeds)?;
-    if instances.is_empty() {
-        let known: Vec<String> = families
-            .iter()
-            .flat_map(|f| {
-                f.templates
-                    .iter()
-                    .map(move |t| format!("{}/{}", f.name, t.id))
-            })
-            .collect();
-        bail!(
-            "no task matches {:?}; the suite has: {}",
-            args.tasks,
-            known.join(", ")
-        );
-    }
+    let instances = select::instances(&families, &args.tasks, args.seeds)?;
     if args.list {
         for i in &instances {
             say!("{:<34} {}", i.id, i.goal);
