@@ -95,8 +95,10 @@ pub async fn run(
     })
 }
 
-/// Checks that the phone can type `text`: at most `max_chars` characters, printable ASCII,
-/// spaces and line breaks (what the device service types with `input text` and ENTER).
+/// Checks that `text` is something a phone can type: at most `max_chars` characters and no
+/// control character but line breaks and tabs. Letters of any script, emoji and joiners pass:
+/// the device service types them with the phone's keyboard app and, on a phone without one,
+/// refuses them naming what to install.
 pub fn check_typable(text: &str, max_chars: usize) -> Result<(), String> {
     let chars = text.chars().count();
     if chars > max_chars {
@@ -104,18 +106,14 @@ pub fn check_typable(text: &str, max_chars: usize) -> Result<(), String> {
             "the new text has {chars} characters; at most {max_chars} can be typed"
         ));
     }
-    for (pos, c) in text.chars().enumerate() {
-        let fits = c == ' ' || c == '\n' || c.is_ascii_graphic();
-        if !fits {
-            let shown = if c.is_control() {
-                format!("{c:?}")
-            } else {
-                format!("'{c}'")
-            };
-            return Err(format!(
-                "the new text cannot be typed: {shown} at position {pos}; the phone types printable ASCII characters and line breaks only (write bullets as \"- \", quotes as ' or \")"
-            ));
-        }
+    if let Some((pos, c)) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() && *c != '\n' && *c != '\t')
+    {
+        return Err(format!(
+            "the new text cannot be typed: {c:?} at position {pos}; a phone types no control characters but line breaks and tabs"
+        ));
     }
     Ok(())
 }
@@ -177,16 +175,24 @@ mod tests {
 
     #[tokio::test]
     async fn text_that_cannot_be_typed_is_refused() {
-        let bullet = outcome("input_text('\\u2022 milk')", "").await.unwrap_err();
-        assert!(bullet.contains("'\u{2022}' at position 0"), "{bullet}");
+        let bell = outcome("input_text('\\u0007 milk')", "").await.unwrap_err();
+        assert!(bell.contains("'\\u{7}' at position 0"), "{bell}");
         let long = outcome("input_text('x'.repeat(101))", "")
             .await
             .unwrap_err();
         assert!(long.contains("101 characters; at most 100"), "{long}");
+        assert!(check_typable("tab\there", 100).is_ok());
         assert!(
-            check_typable("tab\there", 100)
+            check_typable("bell\u{7}", 100)
                 .unwrap_err()
-                .contains("'\\t'")
+                .contains("'\\u{7}' at position 4")
+        );
+        assert!(
+            check_typable(
+                "\u{2022} Zo\u{eb} \u{6771}\u{4eac} \u{1f469}\u{200d}\u{1f4bb}",
+                100
+            )
+            .is_ok()
         );
         assert!(check_typable("\"quotes\" & 'more'\n", 100).is_ok());
     }

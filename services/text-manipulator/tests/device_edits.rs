@@ -134,7 +134,7 @@ async fn a_password_field_is_neither_read_nor_rewritten() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_text_the_phone_cannot_type_is_sent_back_and_fixed() {
     let rig = rig(vec![
-        program("input_text(ORIGINAL.split(', ').map(s => '\\u2022 ' + s).join('\\n'))"),
+        program("input_text(ORIGINAL.split(', ').map(s => '\\u0007' + s).join('\\n'))"),
         program(BULLETS),
     ])
     .await;
@@ -146,7 +146,39 @@ async fn a_text_the_phone_cannot_type_is_sent_back_and_fixed() {
     assert_eq!(response.text_to_type, "- milk\n- eggs");
     let retry = rig.last_message(1);
     assert!(
-        retry.contains("cannot be typed: '\u{2022}' at position 0"),
+        retry.contains("cannot be typed: '\\u{7}' at position 0"),
         "{retry}"
     );
+}
+
+const ACCENTS: &str = "input_text(ORIGINAL.replace('Zoe', 'Zo\\u00eb').replace('Munchen', 'M\\u00fcnchen \\u6771\\u4eac'))";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn letters_beyond_ascii_are_typed_where_the_phone_has_a_keyboard_app() {
+    let rig = rig_with_keyboard(vec![program(ACCENTS)]).await;
+    rig.open(NOTES).await;
+    rig.type_into("note_input", "Zoe from Munchen", false).await;
+    let response = rig
+        .manipulate(rig.request("Spell the names properly", true))
+        .await;
+    let expected = "Zo\u{eb} from M\u{fc}nchen \u{6771}\u{4eac}";
+    assert!(result(&response).success, "{response:?}");
+    assert_eq!(response.text_to_type, expected);
+    assert_eq!(response.attempts, 1);
+    assert_eq!(rig.element("note_input").await.text, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_keyboard_app_such_letters_fail_naming_what_to_install() {
+    let rig = rig(vec![program(ACCENTS)]).await;
+    rig.open(NOTES).await;
+    rig.type_into("note_input", "Zoe from Munchen", false).await;
+    let response = rig
+        .manipulate(rig.request("Spell the names properly", true))
+        .await;
+    let result = result(&response);
+    assert!(!result.success, "{response:?}");
+    let error = result.error.clone().unwrap_or_default();
+    assert!(error.contains("com.android.adbkeyboard"), "{error}");
+    assert_eq!(rig.element("note_input").await.text, "Zoe from Munchen");
 }

@@ -74,6 +74,23 @@ pub async fn rig(script: Vec<MockResponse>) -> Rig {
 }
 
 pub async fn rig_with(script: Vec<MockResponse>, cfg: TextManipulatorConfig) -> Rig {
+    rig_on(script, cfg, false).await
+}
+
+/// The rig whose phone has the ADBKeyBoard app (it types any text, not only ASCII).
+pub async fn rig_with_keyboard(script: Vec<MockResponse>) -> Rig {
+    rig_on(
+        script,
+        TextManipulatorConfig {
+            sandbox_timeout_ms: 300,
+            ..TextManipulatorConfig::default()
+        },
+        true,
+    )
+    .await
+}
+
+async fn rig_on(script: Vec<MockResponse>, cfg: TextManipulatorConfig, adb_keyboard: bool) -> Rig {
     let apps_toml = format!(
         "{}\n{LOGIN_APP}",
         include_str!("../../../crates/sim/apps/default.toml")
@@ -84,6 +101,7 @@ pub async fn rig_with(script: Vec<MockResponse>, cfg: TextManipulatorConfig) -> 
         base_port: 0,
         devices: 1,
         apps_file: Some(PathBuf::from(apps.path())),
+        adb_keyboard,
         ..SimOptions::default()
     })
     .await
