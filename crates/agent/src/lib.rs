@@ -9,8 +9,11 @@
 //! - [`budget`]: token estimates and the history that fits a model's context window.
 //! - [`steer`]: steering a running task, the same in both modes: the messages a user sends,
 //!   what each does, and the caps on notes, memory and history.
+//! - [`loops`]: loop detection, the same in both modes: the same action on an unchanged
+//!   screen, repeated.
 
 pub mod budget;
+pub mod loops;
 pub mod parse;
 pub mod prompts;
 pub mod steer;
