@@ -16,6 +16,10 @@ pub struct ExecutorConfig {
     pub sandbox_memory_mb: usize,
     /// Consecutive failed steps (LLM error, no code, script error) that end the task.
     pub max_consecutive_failures: u32,
+    /// Steps in a row doing the same actions on an unchanged screen that make a loop: the
+    /// model is told in its next prompt, and the same loop again ends the task
+    /// (`droidmesh_agent::loops`). 0 turns detection off.
+    pub loop_repeats: u32,
     /// Earlier steps shown to the model in full; older ones are dropped from the prompt.
     pub history_steps: usize,
     /// Longest side of screenshots sent to the model.
@@ -48,6 +52,7 @@ impl Default for ExecutorConfig {
             step_deadline_ms: 300_000,
             sandbox_memory_mb: 64,
             max_consecutive_failures: 3,
+            loop_repeats: droidmesh_agent::loops::DEFAULT_REPEATS,
             history_steps: 8,
             screenshot_max_side: 1024,
             human_wait_ms: 600_000,
@@ -110,6 +115,12 @@ impl ExecutorConfig {
         if self.max_consecutive_failures == 0 {
             problems.push("executor.max_consecutive_failures must be at least 1".into());
         }
+        if self.loop_repeats == 1 {
+            problems.push(
+                "executor.loop_repeats must be 0 (no loop detection) or at least 2, got 1 (every action would be a loop)"
+                    .into(),
+            );
+        }
         problems
     }
 
@@ -168,6 +179,7 @@ mod tests {
         let cfg = ExecutorConfig {
             sandbox_memory_mb: 1,
             max_consecutive_failures: 0,
+            loop_repeats: 1,
             device_endpoints: vec!["ftp://devices:21".into()],
             ..ExecutorConfig::default()
         };
@@ -176,6 +188,7 @@ mod tests {
             "executor.sandbox_memory_mb",
             "executor.device_endpoints",
             "executor.max_consecutive_failures",
+            "executor.loop_repeats",
         ];
         assert_eq!(problems.len(), keys.len(), "{problems:?}");
         let joined = cfg.validate().unwrap_err();

@@ -5,10 +5,11 @@
 //! Host functions run on the sandbox's own thread, which is not a runtime thread; the blocking
 //! adapter there `block_on`s the async call through the runtime handle. Async code calls
 //! [`SandboxTools::call`] (or the dispatcher) directly and never blocks.
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use droidmesh_agent::loops::{ACTIONS_PER_STEP, Action};
 use droidmesh_agent::tools::{Tool, ToolSpec};
 use droidmesh_proto::v1::{ActionResult, AgentEvent, ToolCall, ToolResult, agent_event};
 use droidmesh_sandbox::{HostFunction, ParamSpec};
@@ -32,6 +33,9 @@ pub struct SandboxTools {
     /// The task the calls serve and the step running now, for the calls' spans.
     task_id: String,
     step: AtomicU32,
+    /// The calls that acted on the screen since the last [`SandboxTools::take_actions`], in
+    /// order (at most the loop guard's `ACTIONS_PER_STEP`).
+    actions: Mutex<Vec<Action>>,
 }
 
 impl SandboxTools {
@@ -45,6 +49,7 @@ impl SandboxTools {
             span: tracing::Span::current(),
             task_id: String::new(),
             step: AtomicU32::new(0),
+            actions: Mutex::default(),
         }
     }
 
@@ -57,6 +62,12 @@ impl SandboxTools {
     /// The step whose script runs next (labels its calls' spans).
     pub fn set_step(&self, step: u32) {
         self.step.store(step, Ordering::Relaxed);
+    }
+
+    /// The calls of the step that acted on the screen, for the loop guard, leaving none
+    /// behind.
+    pub fn take_actions(&self) -> Vec<Action> {
+        std::mem::take(&mut *self.actions.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The dispatcher's context (its signals are read after each step).
@@ -73,6 +84,13 @@ impl SandboxTools {
     pub async fn call(&self, tool: Tool, args: Vec<Value>) -> Result<Value, String> {
         let name = tool.name();
         let call_id = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let action = Action::new(tool, &args);
+        if action.acts() {
+            let mut actions = self.actions.lock().unwrap_or_else(|p| p.into_inner());
+            if actions.len() < ACTIONS_PER_STEP {
+                actions.push(action);
+            }
+        }
         let mut named = serde_json::Map::new();
         for (p, v) in tool.spec().params.iter().zip(&args) {
             if !v.is_null() {

@@ -5,6 +5,7 @@
 mod codeact;
 mod echo;
 mod endpoints;
+mod loops;
 mod masking;
 mod models;
 mod rig;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use droidmesh_agent::loops::{LoopGuard, ScreenPrint, Verdict};
 use droidmesh_agent::parse::{EchoText, PromptEcho};
 use droidmesh_agent::prompts::{CodeActStep, CodeActSystem, PromptSet};
 use droidmesh_agent::steer::{HISTORY_KEPT, Kept, Memory, Next, Steer, Steering, Voice};
@@ -103,6 +104,8 @@ struct Progress {
     history: Kept<CodeActStep>,
     /// What the model kept with `remember(...)`, within the steering contract's caps.
     memory: Memory,
+    /// The steps' actions and screens, watched for loops.
+    loops: LoopGuard,
     failures: u32,
     last_error: String,
     usage: TokenUsage,
@@ -175,6 +178,7 @@ impl Run {
             ),
             history: Kept::new(self.cfg.history_steps.max(HISTORY_KEPT)),
             memory: Memory::default(),
+            loops: LoopGuard::new(self.cfg.loop_repeats),
             failures: 0,
             last_error: String::new(),
             usage: TokenUsage::default(),
@@ -331,6 +335,13 @@ impl Run {
                         .await?;
                 }
             }
+            // The step's actions, on the screen its prompt showed.
+            let screen = ScreenPrint::of(&seen.elements, &seen.phone);
+            match progress.loops.record(screen, &setup.tools.take_actions()) {
+                Verdict::Go => {}
+                Verdict::Warn(repeat) => record.looped(&repeat),
+                Verdict::Stop(repeat) => record.stuck(&repeat),
+            }
             self.observation(&record).await?;
             if let Some(outcome) = self.record(setup, progress, record, step).await? {
                 return Ok(outcome);
@@ -390,6 +401,7 @@ impl Run {
         for note in &signals.memory {
             progress.memory.remember(note);
         }
+        let stop = record.stop.clone();
         if let Some(e) = &record.user_error {
             progress.failures += 1;
             progress.last_error = e.clone();
@@ -403,6 +415,9 @@ impl Run {
                 answer: reason,
                 steps: step,
             }));
+        }
+        if let Some(why) = stop {
+            return Err(Halt::Failed(step, why));
         }
         if progress.failures >= self.cfg.max_consecutive_failures {
             return Err(Halt::Failed(

@@ -3,6 +3,7 @@
 //! to the user in theirs (what happened, without instructions meant for the model).
 use std::time::Duration;
 
+use droidmesh_agent::loops::Repeat;
 use droidmesh_agent::parse::{CodeChoice, IgnoredWhy, PromptEcho, choose_code};
 use droidmesh_agent::prompts::CodeActStep;
 // Cuts `text` to its first `max` characters, saying how much was left out.
@@ -30,6 +31,9 @@ pub(super) struct StepRecord {
     pub user_error: Option<String>,
     /// What the user should know besides the output: blocks left out, a reply cut short.
     pub notes: Vec<String>,
+    /// The run ends after this step, for this reason (a loop the model was told about came
+    /// back).
+    pub stop: Option<String>,
 }
 
 impl StepRecord {
@@ -76,6 +80,36 @@ impl StepRecord {
     /// A remark for the user alone (the model is told by the prompt itself).
     pub fn note(&mut self, user: String) {
         self.notes.push(user);
+    }
+
+    /// The step closed a loop, the first time for this repeat: the model reads what repeated
+    /// with the step, the user in the step's notes.
+    pub fn looped(&mut self, repeat: &Repeat) {
+        let action = if repeat.actions == 1 {
+            "action"
+        } else {
+            "actions"
+        };
+        self.notice(
+            format!(
+                "You did the same {action} {} times in a row ({}) and the screen did not change. Doing it again will not help: try another way (another element, scrolling, going back, another app), or call complete(false, reason) if the goal cannot be reached.",
+                repeat.times, repeat.what
+            ),
+            format!(
+                "loop: {}; the model is told to try something else",
+                repeat.summary()
+            ),
+        );
+    }
+
+    /// The same loop came back after the model was told: the run ends after this step.
+    pub fn stuck(&mut self, repeat: &Repeat) {
+        let why = format!(
+            "stopped: {}, again after the model was told",
+            repeat.summary()
+        );
+        self.notes.push(why.clone());
+        self.stop = Some(why);
     }
 
     /// The reply was cut off at the model's output limit.
