@@ -61,6 +61,11 @@ pub enum DeviceError {
     /// A screenshot cannot be masked with certainty (a typed secret shows outside its field).
     #[error("the screenshot of device {serial} is withheld: {reason}")]
     ScreenshotWithheld { serial: String, reason: String },
+    /// Text the device cannot type without a keyboard app, on a device that has none.
+    #[error(
+        "{detail}; device {serial} has no keyboard app for other text: install the companion app (com.mobilerun.portal) or ADBKeyBoard (com.android.adbkeyboard) and type again"
+    )]
+    NoKeyboardApp { serial: String, detail: String },
     /// The device already masks as many secrets of the current lease as it keeps.
     #[error(
         "device {serial} already masks {limit} secrets typed under this lease, as many as it keeps: nothing more is typed as sensitive until the lease ends; release it and take a new one"
@@ -91,7 +96,8 @@ impl ServiceError for DeviceError {
             | DeviceError::LeaseReplaced { .. }
             | DeviceError::NoLease { .. }
             | DeviceError::NoDevices
-            | DeviceError::ScreenshotWithheld { .. } => C::Conflict,
+            | DeviceError::ScreenshotWithheld { .. }
+            | DeviceError::NoKeyboardApp { .. } => C::Conflict,
             DeviceError::AllBusy { .. } | DeviceError::TooManySecrets { .. } => C::TooManyRequests,
             DeviceError::InvalidArgument(_) | DeviceError::Config(_) => C::BadRequest,
             DeviceError::Unavailable { .. }

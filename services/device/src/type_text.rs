@@ -58,9 +58,12 @@ pub async fn type_text(slot: &Slot, t: Typing<'_>) -> Result<Outcome> {
     let keyboard = slot.keyboard.get(&slot.adb).await.map_err(hide)?;
     // Refuse what the device cannot type before touching it further.
     let strokes = match keyboard {
-        Keyboard::InputText => strokes(text, TEXT_CHUNK)
-            .map_err(|e| no_keyboard_app(slot, e))
-            .map_err(hide)?,
+        Keyboard::InputText => {
+            if let Some(e) = no_keyboard_app(slot, text) {
+                return Err(hide(e));
+            }
+            strokes(text, TEXT_CHUNK).map_err(hide)?
+        }
         _ => Vec::new(),
     };
     let mut data = if sensitive {
@@ -224,17 +227,23 @@ async fn read_back(
     }
 }
 
-/// The refusal of text `input text` cannot type on a device without a keyboard app, naming
-/// what to install.
-fn no_keyboard_app(slot: &Slot, e: DeviceError) -> DeviceError {
-    match e {
-        DeviceError::InvalidArgument(m) => DeviceError::InvalidArgument(format!(
-            "{m}; device {} has no keyboard app for other text: install the companion app \
-             (com.mobilerun.portal) or ADBKeyBoard (com.android.adbkeyboard) and type again",
-            slot.adb.serial()
-        )),
-        other => other,
-    }
+/// The refusal of the first character of `text` that `input text` cannot type and a keyboard
+/// app can (a letter beyond ASCII, a tab), naming what to install; none when `input text`
+/// carries all of it (control characters are refused by [`strokes`], whatever the keyboard).
+fn no_keyboard_app(slot: &Slot, text: &str) -> Option<DeviceError> {
+    let (pos, c) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| *c == '\t' || (!c.is_ascii() && !c.is_control()))?;
+    let detail = if c == '\t' {
+        format!("`input text` on Android cannot type a tab; got '\\t' at position {pos}")
+    } else {
+        format!("`input text` on Android accepts ASCII only; got '{c}' at position {pos}")
+    };
+    Some(DeviceError::NoKeyboardApp {
+        serial: slot.adb.serial().to_owned(),
+        detail,
+    })
 }
 
 /// An error about typing sensitive text, with every trace of the text (the command, the
@@ -245,6 +254,12 @@ fn redact(e: DeviceError) -> DeviceError {
         DeviceError::InvalidArgument(_) => DeviceError::InvalidArgument(format!(
             "{WHAT} is refused: without a keyboard app (com.mobilerun.portal or com.android.adbkeyboard) the device types printable ASCII and line breaks only (the text is not shown)"
         )),
+        DeviceError::NoKeyboardApp { serial, .. } => DeviceError::NoKeyboardApp {
+            serial,
+            detail: format!(
+                "{WHAT} is refused: the device types printable ASCII and line breaks only (the text is not shown)"
+            ),
+        },
         DeviceError::Timeout {
             serial, timeout_ms, ..
         } => DeviceError::Timeout {

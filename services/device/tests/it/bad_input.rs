@@ -188,10 +188,22 @@ async fn every_rpc_refuses_bad_input_with_a_clear_status() {
             "end point is required".into(),
         ),
         (
-            "type: non-ASCII",
+            "type: non-ASCII without a keyboard app",
             call!(c, type_text, TypeTextRequest { lease: good.clone(), text: "naïve".into(), index: None, clear: false, sensitive: false }),
-            Code::InvalidArgument,
+            Code::FailedPrecondition,
             "accepts ASCII only; got 'ï' at position 2".into(),
+        ),
+        (
+            "type: a tab without a keyboard app",
+            call!(c, type_text, TypeTextRequest { lease: good.clone(), text: "a\tb".into(), index: None, clear: false, sensitive: false }),
+            Code::FailedPrecondition,
+            "cannot type a tab; got '\\t' at position 1".into(),
+        ),
+        (
+            "type: a control character",
+            call!(c, type_text, TypeTextRequest { lease: good.clone(), text: "a\u{7}".into(), index: None, clear: false, sensitive: false }),
+            Code::InvalidArgument,
+            "cannot type control characters; got '\\u{7}' at position 1".into(),
         ),
         (
             "type: oversized text",

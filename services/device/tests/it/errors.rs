@@ -79,8 +79,9 @@ async fn index_out_of_range_and_bad_input_are_invalid_argument() {
         })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
-    // The phone has no keyboard app: the refusal names what to install.
+    // The text is fine, the phone lacks a keyboard app: a failed precondition, naming what
+    // to install.
+    assert_eq!(err.code(), Code::FailedPrecondition);
     assert!(
         err.message().starts_with(
             "`input text` on Android accepts ASCII only; got 'é' at position 3; device"
@@ -99,7 +100,7 @@ async fn index_out_of_range_and_bad_input_are_invalid_argument() {
         })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
+    assert_eq!(err.code(), Code::FailedPrecondition);
     assert!(
         err.message().contains("printable ASCII"),
         "{}",

@@ -196,7 +196,7 @@ async fn a_phone_without_a_keyboard_app_refuses_other_text_naming_what_to_instal
     let e = type_text(&mut client, &lease, index, "Привет", false)
         .await
         .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(e.code(), Code::FailedPrecondition);
     assert!(
         e.message().starts_with(
             "`input text` on Android accepts ASCII only; got 'П' at position 0; device"
