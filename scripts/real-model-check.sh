@@ -9,7 +9,11 @@
 # fall back to ChatML, which the model answers with <|im_start|> markers).
 #
 # Usage: scripts/real-model-check.sh [GOAL [MORE DROIDMESH RUN FLAGS...]]
+#        scripts/real-model-check.sh --eval [DROIDMESH EVAL FLAGS...]
 #   e.g. scripts/real-model-check.sh "Open Settings" --record /tmp/gemma.json   (keeps the replies)
+#        scripts/real-model-check.sh --eval --tasks 'settings/*' --json /tmp/gemma-eval.json
+#   With --eval the model runs `droidmesh eval` (the task suite) instead of one goal; its score
+#   is what the suite measures, whatever it is.
 #   DROIDMESH                  droidmesh binary (else target/release/droidmesh, target/debug/droidmesh)
 #   DROIDMESH_REAL_MODEL_DIR   where the virtualenv and the model live
 #                              (default ${XDG_CACHE_HOME:-~/.cache}/droidmesh-real-model)
@@ -27,8 +31,14 @@ DIR=${DROIDMESH_REAL_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/droidmesh-real-m
 VENV=$DIR/venv
 MODEL=$DIR/gemma-3-270m-q4_k_m.gguf
 MODEL_NAME=gemma-3-270m
-GOAL=${1:-Open Settings and turn on Wi-Fi}
-shift $(($# > 0 ? 1 : 0))
+EVAL=no
+if [[ ${1:-} == --eval ]]; then
+    EVAL=yes
+    shift
+else
+    GOAL=${1:-Open Settings and turn on Wi-Fi}
+    shift $(($# > 0 ? 1 : 0))
+fi
 INSTALL_TIMEOUT=${INSTALL_TIMEOUT:-60m}
 SERVER_TIMEOUT=${SERVER_TIMEOUT:-120}
 RUN_TIMEOUT=${RUN_TIMEOUT:-40m}
@@ -154,9 +164,15 @@ say "llama-server: ready on $URL in $(secs_since "$T") (${ctx:-n_ctx_slot unknow
 # --- the run -----------------------------------------------------------------------------------
 T=$(now_ms)
 status=0
-timeout -k 30s "$RUN_TIMEOUT" "$DM" run --llm-url "$URL/v1" --model "$MODEL_NAME" \
-    --llm-timeout 5m --llm-call-timeout 15m \
-    --context-tokens 8192 --max-tokens 512 --max-steps 5 "$@" "$GOAL" || status=$?
+MODEL_FLAGS=(--llm-url "$URL/v1" --model "$MODEL_NAME" --llm-timeout 5m --llm-call-timeout 15m
+    --context-tokens 8192 --max-tokens 512)
+if [[ $EVAL == yes ]]; then
+    # One slot on the server: one task at a time.
+    timeout -k 30s "$RUN_TIMEOUT" "$DM" eval "${MODEL_FLAGS[@]}" --parallel 1 "$@" || status=$?
+else
+    timeout -k 30s "$RUN_TIMEOUT" "$DM" run "${MODEL_FLAGS[@]}" --max-steps 5 "$@" "$GOAL" ||
+        status=$?
+fi
 run_time=$(secs_since "$T")
 if ((status == 124 || status == 137)); then
     status=124
