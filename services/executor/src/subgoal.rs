@@ -7,8 +7,13 @@
 //! can read: a reply that does not parse, an unknown or non-atomic action, arguments of the
 //! wrong type, a device action that failed, a device service that cannot be reached. Only a
 //! malformed request or a model that cannot be called is an RPC error ([`ExecutorError`]).
+//!
+//! An action's result names it (`data.action`, `data.arguments`) and the fingerprint of the
+//! screen it was made on (`data.screen`, `droidmesh_agent::loops::ScreenPrint`), which the
+//! gateway watches for loops.
 use std::time::Instant;
 
+use droidmesh_agent::loops::ScreenPrint;
 use droidmesh_agent::parse::{ExecutorAction, parse_executor};
 use droidmesh_agent::prompts::{ActionRecord, ExecutorSystem, handoff_text};
 use droidmesh_agent::tools::{self, ATOMIC_ACTIONS, ToolSpec};
@@ -102,6 +107,7 @@ pub(crate) async fn execute_subgoal(
         String::new()
     };
     let shot = seen.screenshot.take();
+    let screen = ScreenPrint::of(&seen.elements, &seen.phone);
     let system = prompt(&req, seen, &atomic, attach);
     let system = exec
         .prompts
@@ -153,7 +159,12 @@ pub(crate) async fn execute_subgoal(
     } else {
         let ctx = ToolCtx::new(device, lease, secrets, AGENT);
         let step = (req.step > 0).then_some(req.step);
-        act(&ctx, &req.task_id, step, &atomic, &parsed, started).await
+        let on = Acting {
+            task_id: &req.task_id,
+            step,
+            screen,
+        };
+        act(&ctx, &on, &atomic, &parsed, started).await
     };
     Ok(ExecuteSubgoalResponse {
         screenshot_withheld: withheld,
@@ -239,11 +250,17 @@ fn failed(error: String, data: Option<Value>, started: Instant) -> ActionResult 
     }
 }
 
+/// Where an action is made: the task, its step and the screen read before it.
+struct Acting<'a> {
+    task_id: &'a str,
+    step: Option<u32>,
+    screen: ScreenPrint,
+}
+
 /// Resolves the action among the atomic ones, checks its arguments and performs it.
 async fn act(
     ctx: &ToolCtx,
-    task_id: &str,
-    step: Option<u32>,
+    on: &Acting<'_>,
     atomic: &[ToolSpec],
     parsed: &ExecutorAction,
     started: Instant,
@@ -288,11 +305,12 @@ async fn act(
         .map(|(p, v)| (p.name.to_owned(), v.clone()))
         .collect();
     let tags = ToolCallTags {
-        task_id,
+        task_id: on.task_id,
         serial: ctx.serial(),
-        step,
+        step: on.step,
         call_id: None,
     };
+    let screen = on.screen.to_string();
     let span = spans::execute_tool(spec.name, &tags);
     let done = ctx
         .dispatch(spec.tool, &args)
@@ -306,6 +324,7 @@ async fn act(
             let data = json!({
                 "action": spec.name,
                 "arguments": named,
+                "screen": screen,
                 "device": {
                     "action_taken": r.action_taken,
                     "method_used": r.method_used,
@@ -325,7 +344,7 @@ async fn act(
             }
         }
         Err(e) => {
-            let data = json!({"action": spec.name, "arguments": named});
+            let data = json!({"action": spec.name, "arguments": named, "screen": screen});
             failed(format!("{} failed: {e}", spec.name), Some(data), started)
         }
     }

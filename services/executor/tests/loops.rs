@@ -2,6 +2,7 @@
 //! screen three times in a row is told to the model in its next prompt and to the user in the
 //! step's observation; a model that keeps at it is stopped with the loop named in the reason,
 //! long before its step budget. The same tap on a screen that changes with each tap is no loop.
+//! In reasoning mode each subgoal's result names the screen it acted on, for the gateway.
 use droidmesh_proto::v1::{AgentEvent, GetStateRequest, StartAppRequest, agent_event};
 
 use crate::codeact::{finished, run};
@@ -142,4 +143,50 @@ async fn the_same_tap_on_a_screen_it_changes_is_not_a_loop() {
     // Six taps flipped the switch six times: back where it started.
     let out = rig.fleet.devices()[0].shell("settings get global wifi_on");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subgoal_s_result_names_the_screen_it_acted_on_for_the_gateway_s_loop_guard() {
+    let rig = rig(vec![]).await;
+    let storage = settings_element(&rig, "Storage").await;
+    let wifi = settings_element(&rig, "Wi-Fi").await;
+    for index in [storage, storage, wifi, wifi] {
+        rig.llm.push(reply(&format!(
+            "### Thought\nTap it.\n\n### Action\n{{\"action\": \"tap\", \"index\": {index}}}\n\n### Description\nA tap."
+        )));
+    }
+    let (_device, lease) = rig.lease().await;
+    let mut screens = Vec::new();
+    for _ in 0..4 {
+        let result = rig
+            .executor
+            .clone()
+            .execute_subgoal(droidmesh_proto::v1::ExecuteSubgoalRequest {
+                task_id: "t-1".into(),
+                instruction: "Open the storage settings".into(),
+                subgoal: "Tap the row".into(),
+                device: Some(droidmesh_proto::v1::DeviceBinding {
+                    endpoint: String::new(),
+                    lease: Some(lease.clone()),
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert!(result.success, "{result:?}");
+        let data = droidmesh_proto::struct_to_json(result.data.as_ref().unwrap());
+        assert_eq!(data["action"], "tap");
+        let screen = data["screen"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(screen.len(), 16, "{data}");
+        assert!(screen.chars().all(|c| c.is_ascii_hexdigit()), "{screen}");
+        screens.push(screen);
+    }
+    // Storage twice, then Wi-Fi, on one screen; the last Wi-Fi tap on the screen the first
+    // flipped.
+    assert_eq!(screens[0], screens[1]);
+    assert_eq!(screens[1], screens[2]);
+    assert_ne!(screens[2], screens[3]);
 }
