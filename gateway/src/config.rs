@@ -46,6 +46,11 @@ pub struct GatewayConfig {
     /// Reasoning mode: consecutive failed subgoals after which the manager sees the error
     /// history.
     pub error_threshold: usize,
+    /// Reasoning mode: subgoals in a row whose executor did the same action on an unchanged
+    /// screen that make a loop: the manager is asked to plan again, and the same loop again
+    /// ends the task (`droidmesh_agent::loops`; direct mode has the executor's
+    /// `loop_repeats`). 0 turns detection off.
+    pub loop_repeats: u32,
     /// Reasoning mode: handoffs one subgoal may go through (an agent asking another to take
     /// over) before the result goes back to the manager.
     pub max_handoff_hops: u32,
@@ -130,6 +135,7 @@ impl Default for GatewayConfig {
             agent_call_timeout_ms: 600_000,
             human_wait_ms: 600_000,
             error_threshold: 2,
+            loop_repeats: droidmesh_agent::loops::DEFAULT_REPEATS,
             max_handoff_hops: 3,
             max_manager_parse_failures: 3,
             conversation_turns: 10,
@@ -270,6 +276,12 @@ impl GatewayConfig {
         if self.error_threshold == 0 {
             problems.push("gateway.error_threshold must be at least 1".into());
         }
+        if self.loop_repeats == 1 {
+            problems.push(
+                "gateway.loop_repeats must be 0 (no loop detection) or at least 2, got 1 (every action would be a loop)"
+                    .into(),
+            );
+        }
         if self.max_manager_parse_failures == 0 {
             problems.push("gateway.max_manager_parse_failures must be at least 1".into());
         }
@@ -348,5 +360,19 @@ mod tests {
                     .into()
             )
         );
+    }
+
+    #[test]
+    fn a_loop_of_one_action_is_refused_and_zero_turns_detection_off() {
+        let cfg = |loop_repeats| GatewayConfig {
+            loop_repeats,
+            ..GatewayConfig::default()
+        };
+        assert_eq!(
+            cfg(1).validate(),
+            Err("gateway.loop_repeats must be 0 (no loop detection) or at least 2, got 1 (every action would be a loop)".into())
+        );
+        assert_eq!(cfg(0).validate(), Ok(()));
+        assert_eq!(cfg(2).validate(), Ok(()));
     }
 }

@@ -19,7 +19,7 @@ use tonic::transport::server::{Router, TcpIncoming};
 
 use super::agents::{ScriptedExecutor, ScriptedManager};
 
-pub const FLEET: usize = 31;
+pub const FLEET: usize = 32;
 
 pub struct Shared {
     pub adb: AdbServer,

@@ -105,6 +105,10 @@ impl<T> Kept<T> {
         self.items.last()
     }
 
+    pub fn last_mut(&mut self) -> Option<&mut T> {
+        self.items.last_mut()
+    }
+
     pub fn cap(&self) -> usize {
         self.cap
     }
@@ -268,7 +272,12 @@ mod tests {
         }
         assert_eq!(k.as_slice(), [3, 4, 5]);
         assert_eq!((k.len(), k.dropped(), k.last()), (3, 2, Some(&5)));
+        if let Some(last) = k.last_mut() {
+            *last = 6;
+        }
+        assert_eq!(k.as_slice(), [3, 4, 6]);
         k.retain(|i| *i != 4);
+        assert_eq!(k.as_slice(), [3, 6]);
         k.clear();
         assert_eq!((k.is_empty(), k.dropped()), (true, 2));
         assert_eq!(Kept::<u8>::new(0).cap(), 1);

@@ -2,9 +2,11 @@
 //! agent its kind names (an action to the executor, a `<script>` to the scripter, a
 //! `TEXT_TASK:` to the text manipulator); the agent's `ActionResult` goes back to the manager
 //! with the outcome. The task's state (goal, plan, memory, action and error history, notes,
-//! files, step count) lives here; agents get what they need in each request.
+//! files, step count) lives here; agents get what they need in each request. The executor's
+//! actions are watched for loops ([`loops`]).
 use std::time::Duration;
 
+use droidmesh_agent::loops::LoopGuard;
 use droidmesh_agent::steer::{HISTORY_KEPT, Kept, Memory, NOTES_KEPT, Steering, Voice, cut};
 use droidmesh_proto::v1::{
     ActionRecord, ActionResult, ConversationTurn, FileDetail, HumanHelpRequest, Observation,
@@ -18,6 +20,7 @@ use crate::error::PeerError;
 use crate::routing::{Routed, route};
 use crate::task_state::{Ending, record_usage, set_state};
 
+mod loops;
 mod steer;
 
 /// Of the action history kept per task (the steering contract's `HISTORY_KEPT`), the manager
@@ -65,6 +68,8 @@ pub(crate) struct Loop<'a> {
     plan_text: String,
     history: Kept<ActionRecord>,
     failures: Kept<ActionRecord>,
+    /// The executor's actions and the screens they were made on, watched for loops.
+    loops: LoopGuard,
     last_handoff: Option<String>,
     files: Vec<FileDetail>,
     steps: u32,
@@ -81,6 +86,7 @@ pub(crate) struct Loop<'a> {
 
 impl<'a> Loop<'a> {
     fn new(ctx: TaskCtx<'a>, conversation: Vec<ConversationTurn>) -> Self {
+        let loops = LoopGuard::new(ctx.deps.cfg.loop_repeats);
         Self {
             steering: Steering::new(ctx.req.goal.clone(), VOICE, NOTES_KEPT),
             ctx,
@@ -89,6 +95,7 @@ impl<'a> Loop<'a> {
             plan_text: String::new(),
             history: Kept::new(HISTORY_KEPT),
             failures: Kept::new(FAILURES_KEPT),
+            loops,
             last_handoff: None,
             files: Vec::new(),
             steps: 0,
@@ -392,6 +399,7 @@ impl<'a> Loop<'a> {
             self.failures.push(record.clone());
         }
         self.history.push(record);
+        self.watch_loops(routed);
         if matches!(routed.agent, Agent::Scripter | Agent::TextManipulator) {
             let outcome = if r.success { "finished" } else { "failed" };
             let mut text = format!(

@@ -1,8 +1,9 @@
 //! Reasoning mode through the public API, with scripted agents: the routing loop, results back
 //! to the manager, error history after repeated failures, handoffs, agents that are down,
-//! limits. Human help and control of a running task are in `reasoning_control`.
+//! limits, loops. Human help and control of a running task are in `reasoning_control`.
 mod failures;
 mod handoffs;
+mod loops;
 mod routing;
 mod scripter_affinity;
 
