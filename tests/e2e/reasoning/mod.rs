@@ -4,6 +4,7 @@
 //! phone the way one reads a phone (`adb shell`), the HTTP servers' own logs, and the prompts
 //! the model double received.
 mod human;
+mod loops;
 mod plans;
 mod scripter;
 mod text;
