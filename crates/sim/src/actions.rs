@@ -14,6 +14,10 @@ pub enum Action {
     Clear {
         field: String,
     },
+    /// Put the expanded template on the clipboard (a copy button).
+    Copy {
+        template: String,
+    },
     /// Append a field's text as a new line of another field, then empty it.
     Append {
         field: String,
@@ -131,13 +135,16 @@ impl Action {
             ["clear", field] => Ok(Self::Clear {
                 field: (*field).into(),
             }),
+            ["copy", template] => Ok(Self::Copy {
+                template: (*template).into(),
+            }),
             ["append", field, target] => Ok(Self::Append {
                 field: (*field).into(),
                 target: (*target).into(),
             }),
             ["back"] => Ok(Self::Back),
             _ => Err(format!(
-                "unknown action '{s}': expected 'save FIELD PATH', 'clear FIELD', 'append FIELD TARGET', 'back', 'need FIELD...', 'add_record SET COLUMN=TEMPLATE...', 'put_record SET KEY=TEMPLATE [?]COLUMN=TEMPLATE...', 'update_record COLUMN=TEMPLATE...' or 'delete_record'"
+                "unknown action '{s}': expected 'save FIELD PATH', 'clear FIELD', 'copy TEMPLATE', 'append FIELD TARGET', 'back', 'need FIELD...', 'add_record SET COLUMN=TEMPLATE...', 'put_record SET KEY=TEMPLATE [?]COLUMN=TEMPLATE...', 'update_record COLUMN=TEMPLATE...' or 'delete_record'"
             )),
         }
     }

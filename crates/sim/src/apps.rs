@@ -95,6 +95,10 @@ pub enum Widget {
         /// accessibility.
         #[serde(default)]
         desc: String,
+        /// Shown only while the record the screen is about holds one of the listed values
+        /// in each named column (`when = { state = ["running"] }`); always when empty.
+        #[serde(default)]
+        when: When,
     },
     Row {
         #[serde(default)]
@@ -106,6 +110,10 @@ pub enum Widget {
         goto: String,
         #[serde(default)]
         action: String,
+        /// Shown only while the record the screen is about holds one of the listed values
+        /// in each named column (`when = { state = ["running"] }`); always when empty.
+        #[serde(default)]
+        when: When,
     },
     Switch {
         #[serde(default)]
@@ -157,12 +165,20 @@ pub enum Widget {
         /// field keeps what was typed.
         #[serde(default)]
         value: Option<String>,
+        /// Shown only while the record the screen is about holds one of the listed values
+        /// in each named column (`when = { state = ["running"] }`); always when empty.
+        #[serde(default)]
+        when: When,
     },
     Button {
         #[serde(default)]
         id: String,
         text: String,
         action: String,
+        /// Shown only while the record the screen is about holds one of the listed values
+        /// in each named column (`when = { state = ["running"] }`); always when empty.
+        #[serde(default)]
+        when: When,
     },
     List {
         #[serde(default)]
@@ -182,6 +198,22 @@ pub enum Widget {
         sort: String,
     },
     Grid,
+}
+
+/// A widget's condition: column → the values that show it.
+pub type When = BTreeMap<String, Vec<String>>;
+
+impl Widget {
+    /// The condition the widget is shown under (empty: always).
+    pub fn when(&self) -> Option<&When> {
+        match self {
+            Widget::Text { when, .. }
+            | Widget::Row { when, .. }
+            | Widget::Edit { when, .. }
+            | Widget::Button { when, .. } => Some(when),
+            _ => None,
+        }
+    }
 }
 
 fn one() -> String {
@@ -257,6 +289,14 @@ impl AppSet {
             }
             for screen in &app.screens {
                 for w in &screen.widgets {
+                    if let Some((column, _)) =
+                        w.when().into_iter().flatten().find(|(_, v)| v.is_empty())
+                    {
+                        return Err(at(format!(
+                            "screen '{}': when.{column} lists no values: give at least one",
+                            screen.id
+                        )));
+                    }
                     let target = match w {
                         Widget::Row { goto, action, .. } => {
                             if !action.is_empty() {
@@ -356,6 +396,8 @@ mod tests {
             "update_record ?name=x",
             "put_record conversations ?name=x",
             "need",
+            "copy",
+            "copy {item:a} {item:b}",
             &"back;".repeat(MAX_ACTIONS + 1),
         ] {
             assert!(Action::parse(bad).is_err(), "{bad}");
@@ -363,6 +405,19 @@ mod tests {
         let unknown_set = DEFAULT_APPS.replace("add_record contacts", "add_record friends");
         let err = AppSet::from_toml(&unknown_set).unwrap_err().to_string();
         assert!(err.contains("'friends'"), "{err}");
+        assert_eq!(
+            Action::parse("copy {item:number}"),
+            Ok(Action::Copy {
+                template: "{item:number}".into()
+            })
+        );
+        let never_shown =
+            DEFAULT_APPS.replace("when = { state = [\"paused\"] }", "when = { state = [] }");
+        let err = AppSet::from_toml(&never_shown).unwrap_err().to_string();
+        assert!(
+            err.contains("screen 'timer': when.state lists no values"),
+            "{err}"
+        );
         let bad_provider = DEFAULT_APPS.replace("source = \"sms\"", "source = \"mms\"");
         let err = AppSet::from_toml(&bad_provider).unwrap_err().to_string();
         assert!(

@@ -64,6 +64,8 @@ pub struct Device {
     pub records: Records,
     /// The phone's clock ([`crate::clock`]).
     pub clock: Clock,
+    /// The clipboard's text; `None` while empty ([`crate::clipboard`]).
+    pub clipboard: Option<String>,
 }
 
 /// Delayed setting changes kept; one more applies the oldest at once.
@@ -213,6 +215,7 @@ impl Device {
             adb_keyboard: false,
             transition: None,
             pending: VecDeque::new(),
+            clipboard: None,
         }
     }
 
@@ -485,6 +488,10 @@ impl Device {
                 let key = self.field_key(field);
                 self.fields.insert(key, String::new());
             }
+            Action::Copy { template } => {
+                let text = self.expand(template);
+                self.copy(&text);
+            }
             Action::Save { field, path } => {
                 let key = self.field_key(field);
                 let text = self.fields.get(&key).cloned().unwrap_or_default();
@@ -590,6 +597,7 @@ impl Device {
             keycode::ENTER => self.type_text("\n"),
             keycode::SPACE => self.type_text(" "),
             keycode::TAB => self.type_text("\t"),
+            crate::clipboard::KEYCODE_PASTE => self.paste(),
             7..=16 => {
                 let digit = char::from(b'0' + u8::try_from(code - 7).unwrap_or(0));
                 self.type_text(&digit.to_string());

@@ -14,7 +14,7 @@ impl Device {
     }
 
     /// The list record the screen in front was opened from.
-    fn current_record(&self) -> Option<Cow<'_, Record>> {
+    pub(crate) fn current_record(&self) -> Option<Cow<'_, Record>> {
         let (app, source, id) = self.current_source()?;
         match crate::dirs::folder(source) {
             Some(dir) => self.folder_file(dir, id).map(Cow::Owned),

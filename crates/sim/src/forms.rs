@@ -8,26 +8,43 @@ use crate::records::{Record, id_of};
 
 impl Device {
     /// The record set and `_id` of the record the screen in front was opened from: the list
-    /// it came from is the first list (with rows that open a screen) on a screen below it in
-    /// the same app.
+    /// it came from is, going down the back stack within the app, the first list whose rows
+    /// open the screen above it (a screen may hold several lists, each opening its own).
     pub(crate) fn current_source(&self) -> Option<(usize, &str, u64)> {
         let top = self.top();
         let id = u64::try_from(top.item?).ok()?;
         let app = self.apps.apps.get(top.app)?;
-        let source = self
+        let frames: Vec<_> = self
             .stack
             .iter()
             .rev()
-            .skip(1)
             .take_while(|f| f.app == top.app)
-            .filter_map(|f| app.screens.get(f.screen))
-            .find_map(|s| {
-                s.widgets.iter().find_map(|w| match w {
-                    Widget::List { source, goto, .. } if !goto.is_empty() => Some(source.as_str()),
+            .collect();
+        let source = frames.windows(2).find_map(|pair| {
+            let opened = &app.screens.get(pair[0].screen)?.id;
+            app.screens
+                .get(pair[1].screen)?
+                .widgets
+                .iter()
+                .find_map(|w| match w {
+                    Widget::List { source, goto, .. } if goto == opened => Some(source.as_str()),
                     _ => None,
                 })
-            })?;
+        })?;
         Some((top.app, source, id))
+    }
+
+    /// Whether the widget shows on the screen in front: always, unless its `when` names
+    /// values the record the screen is about must hold.
+    pub(crate) fn shown(&self, w: &Widget) -> bool {
+        let Some(when) = w.when().filter(|w| !w.is_empty()) else {
+            return true;
+        };
+        let Some(record) = self.current_record() else {
+            return false;
+        };
+        when.iter()
+            .all(|(column, values)| record.get(column).is_some_and(|v| values.contains(v)))
     }
 
     /// Fills the fields that have a `value` on the screen in front: called as it opens.

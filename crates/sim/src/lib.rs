@@ -6,6 +6,7 @@
 //! `content query --uri content://contacts/phones/`).
 mod actions;
 pub mod apps;
+pub mod clipboard;
 pub mod clock;
 mod conn;
 mod controls;

@@ -1,5 +1,6 @@
-//! Starting a phone over: everything a task can change (settings, files, screens, fields,
-//! running apps, the log) back to how the phone first started, keeping what it is (its serial,
+//! Starting a phone over: everything a task can change (settings, files, records such as the
+//! clock's timer and stopwatch, the clipboard, screens, fields, running apps, the log) back to
+//! how the phone first started, keeping what it is (its serial,
 //! its apps, its installed companion apps and its timing), as a fresh emulator snapshot would.
 use crate::device::Device;
 

@@ -2,6 +2,8 @@
 //! loopback TCP and drives them with the same commands a user types.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod adb;
+mod clipboard;
+mod clock;
 mod determinism;
 mod flow;
 mod fuzz;

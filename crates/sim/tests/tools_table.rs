@@ -123,7 +123,7 @@ const TABLE: &[Row] = &[
     row("droidrun", "cmd package resolve-activity --brief com.droidmesh.notes", 0, &["^priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true\ncom.droidmesh.notes/.MainActivity\n$"], &[]),
     row("droidrun", "content query --uri content://com.mobilerun.portal/state_full", 0, &["!Row: 0"], &["(?m)^Error while accessing provider:com.mobilerun.portal$", "java.lang.IllegalStateException: Could not find provider: com.mobilerun.portal"]),
     row("droidrun", "settings get secure enabled_accessibility_services", 0, &["^null\n$"], &[]),
-    row("droidrun", "pm list packages -3", 0, &["^package:com.droidmesh.clock\npackage:com.droidmesh.expenses\npackage:com.droidmesh.notes\npackage:com.droidmesh.tasks\n$"], &[]),
+    row("droidrun", "pm list packages -3", 0, &["^package:ca.zgrs.clipper\npackage:com.droidmesh.clock\npackage:com.droidmesh.expenses\npackage:com.droidmesh.notes\npackage:com.droidmesh.tasks\n$"], &[]),
     row("droidrun", "date", 0, &[r"^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \w+ \d{4}\n$"], &[]),
     row("droidrun", "input keyevent --longpress 3", 0, &["^$"], &[]),
     // Filters tools pipe answers into.
@@ -131,10 +131,10 @@ const TABLE: &[Row] = &[
     row("filters", "dumpsys window windows | grep -o 'u0 [^ ]*/[^ }]*' | head -n 1", 0, &["^u0 com.android.launcher3/com.android.launcher3.uioverrides.QuickstepLauncher\n$"], &[]),
     row("filters", "pm list packages | grep -q com.android.settings && echo yes", 0, &["^yes\n$"], &[]),
     row("filters", "pm list packages | grep -c -i ANDROID", 0, &[r"^\d+\n$"], &[]),
-    row("filters", "pm list packages | grep -v -e android -e droidmesh", 1, &["^$"], &[]),
+    row("filters", "pm list packages | grep -v -e android -e droidmesh -e clipper", 1, &["^$"], &[]),
     row("filters", "getprop | grep -F '[ro.build.version.sdk]'", 0, &[r"^\[ro\.build\.version\.sdk\]: \[34\]\n$"], &[]),
-    row("filters", "pm list packages -3 | cut -d: -f2", 0, &["^com.droidmesh.clock\ncom.droidmesh.expenses\ncom.droidmesh.notes\ncom.droidmesh.tasks\n$"], &[]),
-    row("filters", "pm list packages -3 | tr -d '\\r' | tr : ' '", 0, &["^package com.droidmesh.clock\npackage com.droidmesh.expenses\npackage com.droidmesh.notes\npackage com.droidmesh.tasks\n$"], &[]),
+    row("filters", "pm list packages -3 | cut -d: -f2", 0, &["^ca.zgrs.clipper\ncom.droidmesh.clock\ncom.droidmesh.expenses\ncom.droidmesh.notes\ncom.droidmesh.tasks\n$"], &[]),
+    row("filters", "pm list packages -3 | tr -d '\\r' | tr : ' '", 0, &["^package ca.zgrs.clipper\npackage com.droidmesh.clock\npackage com.droidmesh.expenses\npackage com.droidmesh.notes\npackage com.droidmesh.tasks\n$"], &[]),
     row("filters", "pm list packages | sort -r | head -n 1", 0, &["^package:com.droidmesh.tasks\n$"], &[]),
     row("filters", "echo ab | grep -w a", 1, &["^$"], &[]),
 ];

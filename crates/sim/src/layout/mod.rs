@@ -76,6 +76,7 @@ impl Builder<'_> {
                 text,
                 field,
                 desc,
+                ..
             } => {
                 let value = if field.is_empty() {
                     dev.expand(text)
@@ -106,6 +107,7 @@ impl Builder<'_> {
                 summary,
                 goto,
                 action,
+                ..
             } => {
                 let tap = if !goto.is_empty() {
                     // A screen opened from a record's screen is about the same record.
@@ -205,7 +207,9 @@ impl Builder<'_> {
                     },
                 );
             }
-            Widget::Button { id, text, action } => {
+            Widget::Button {
+                id, text, action, ..
+            } => {
                 let Some(r) = self.block(BUTTON) else { return };
                 let b = self.clipped(Rect::new(PAD, r.top + 20, WIDTH - PAD, r.bottom - 20));
                 self.push(
@@ -376,7 +380,7 @@ pub fn build(dev: &Device) -> View {
             ..Node::default()
         });
     } else {
-        for w in &screen.widgets {
+        for w in screen.widgets.iter().filter(|w| dev.shown(w)) {
             b.widget(w);
         }
     }

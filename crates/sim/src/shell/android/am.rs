@@ -181,15 +181,39 @@ fn broadcast(dev: &mut Device, args: &[String]) -> Output {
             .into_bytes();
             out.code = 255;
         }
-        // Only ADBKeyBoard registers a receiver (while it is the selected keyboard); it sets
-        // no result.
+        // ADBKeyBoard (while it is the selected keyboard) sets no result; the clipboard
+        // helper answers its two actions with a result code and data.
         _ => {
             super::keyboard::adb_keyboard_receive(dev, &intent);
-            out.stdout
-                .extend_from_slice(b"Broadcast completed: result=0\n");
+            let line = match clipper_receive(dev, &intent) {
+                Some(r) => format!(
+                    "Broadcast completed: result={}, data=\"{}\"\n",
+                    r.code, r.data
+                ),
+                None => "Broadcast completed: result=0\n".to_owned(),
+            };
+            out.stdout.extend_from_slice(line.as_bytes());
         }
     }
     out
+}
+
+/// Delivers a broadcast to the clipboard helper unless it names another package or component.
+fn clipper_receive(dev: &mut Device, intent: &Intent) -> Option<crate::clipboard::Reply> {
+    use crate::clipboard::CLIPPER_PACKAGE;
+    let elsewhere = intent
+        .package
+        .as_deref()
+        .is_some_and(|p| p != CLIPPER_PACKAGE)
+        || intent
+            .component
+            .as_deref()
+            .is_some_and(|c| c.split('/').next() != Some(CLIPPER_PACKAGE));
+    if elsewhere {
+        return None;
+    }
+    let action = intent.action.as_deref()?;
+    dev.clipper_receive(action, intent.extra("text"))
 }
 
 /// `am instrument`: no test package is installed, so no instrumentation can be found.

@@ -117,6 +117,9 @@ pub(super) fn keycode(code: &str) -> Option<u32> {
         "APP_SWITCH" => 187,
         "WAKEUP" => 224,
         "SLEEP" => 223,
+        "CUT" => 277,
+        "COPY" => 278,
+        "PASTE" => 279,
         n if n.len() == 1 => {
             let c = n.chars().next()?;
             return match c {

@@ -1,7 +1,8 @@
 //! What the phone knows of each installed package: the app set's apps plus the system packages
 //! every phone has; where its APK lives, its version, its launcher activity, and
-//! `dumpsys package` about it. Apps named `com.droidmesh.*` and the keyboard apps
-//! ([`crate::keyboards`]) are the user's (third-party); the rest are system packages.
+//! `dumpsys package` about it. Apps named `com.droidmesh.*`, the keyboard apps
+//! ([`crate::keyboards`]) and the clipboard helper ([`crate::clipboard`]) are the user's
+//! (third-party); the rest are system packages.
 use std::fmt::Write;
 
 use super::intent::short_component;
@@ -20,6 +21,7 @@ pub(super) fn packages(dev: &Device) -> Vec<String> {
     let mut all: Vec<String> = dev.apps.apps.iter().map(|a| a.package.clone()).collect();
     all.extend(SYSTEM_EXTRA.iter().map(|s| (*s).to_owned()));
     all.extend(dev.keyboard_packages().iter().map(|s| (*s).to_owned()));
+    all.push(crate::clipboard::CLIPPER_PACKAGE.to_owned());
     all.sort();
     all
 }
@@ -28,6 +30,7 @@ pub(super) fn installed(dev: &Device, package: &str) -> bool {
     dev.apps.app_index(package).is_some()
         || SYSTEM_EXTRA.contains(&package)
         || dev.keyboard_packages().contains(&package)
+        || package == crate::clipboard::CLIPPER_PACKAGE
 }
 
 /// Whether the user installed it (`pm list packages -3`), rather than the system image.
@@ -35,6 +38,7 @@ pub(super) fn third_party(package: &str) -> bool {
     package.starts_with("com.droidmesh.")
         || package == crate::keyboards::PORTAL_PACKAGE
         || package == crate::keyboards::ADB_KEYBOARD_PACKAGE
+        || package == crate::clipboard::CLIPPER_PACKAGE
 }
 
 /// A stable 64-bit hash of a name, for the made-up numbers a phone prints about it.
