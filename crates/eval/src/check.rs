@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::params::Values;
 use crate::render::render;
-use crate::rows;
+use crate::words::names;
+use crate::{clipboard, rows};
 
 /// What a command run in the phone's shell printed, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -40,6 +41,9 @@ pub struct RowSpec {
     /// Columns that need only hold the value somewhere (a message's body that quotes it).
     #[serde(default)]
     pub contains: Vec<String>,
+    /// Columns compared as whole numbers ("05" is 5: a timer's minutes as typed).
+    #[serde(default)]
+    pub numbers: Vec<String>,
 }
 
 /// What a check reads and what it wants.
@@ -66,6 +70,15 @@ pub enum Check {
     NoFile { path: String },
     /// The agent's answer to a question names this (case and spacing aside).
     Answer { contains: String },
+    /// The phone's clipboard (read through the clipboard helper app's `clipper.get`
+    /// broadcast) is `equals` (all of it, surrounding whitespace aside) and holds `contains`
+    /// as whole words; give one or both.
+    Clipboard {
+        #[serde(default)]
+        equals: Option<String>,
+        #[serde(default)]
+        contains: Option<String>,
+    },
     /// Several checks; the score is the fraction that pass, success needs them all.
     All(Vec<Check>),
 }
@@ -107,6 +120,7 @@ impl Check {
                     .collect::<Result<_, String>>()?,
                 digits: s.digits.clone(),
                 contains: s.contains.clone(),
+                numbers: s.numbers.clone(),
             })
         };
         let opt = |s: &Option<String>| s.as_ref().map(r).transpose();
@@ -133,6 +147,10 @@ impl Check {
             Check::NoFile { path } => Check::NoFile { path: r(path)? },
             Check::Answer { contains } => Check::Answer {
                 contains: r(contains)?,
+            },
+            Check::Clipboard { equals, contains } => Check::Clipboard {
+                equals: opt(equals)?,
+                contains: opt(contains)?,
             },
             Check::All(checks) => Check::All(
                 checks
@@ -187,6 +205,14 @@ impl Check {
                 .trim()
                 .is_empty()
                 .then(|| "answer.contains is empty".into()),
+            Check::Clipboard { equals, contains } => match (equals, contains) {
+                (None, None) => Some(
+                    "clipboard names nothing to look for: give equals, contains or both".into(),
+                ),
+                (Some(e), _) if e.trim().is_empty() => Some("clipboard.equals is empty".into()),
+                (_, Some(c)) if c.trim().is_empty() => Some("clipboard.contains is empty".into()),
+                _ => None,
+            },
             Check::All(checks) if checks.is_empty() => {
                 Some("all lists no checks: give at least one".into())
             }
@@ -215,7 +241,7 @@ impl Check {
                 let rows = query(phone, &s.uri, s.columns.keys().cloned().collect()).await?;
                 let hit = rows
                     .iter()
-                    .find(|r| rows::matches(r, &s.columns, &s.digits, &s.contains));
+                    .find(|r| rows::matches(r, &s.columns, &s.digits, &s.contains, &s.numbers));
                 let wanted = rows::show(&s.columns);
                 Ok(match (hit, want_present) {
                     (Some(r), true) => {
@@ -309,6 +335,12 @@ impl Check {
                     ),
                 ))
             }
+            Check::Clipboard { equals, contains } => {
+                let found = clipboard::parse(&ok(phone, clipboard::GET).await?)?;
+                let (success, detail) =
+                    clipboard::judge(found.as_deref(), equals.as_deref(), contains.as_deref());
+                Ok(Finding::of(success, detail))
+            }
             Check::All(checks) => {
                 let mut passed = 0usize;
                 let mut failed = Vec::new();
@@ -333,21 +365,6 @@ impl Check {
             }
         }
     }
-}
-
-/// Whether `needle` occurs in `haystack` as whole words: "14" is in "Android 14." but not in
-/// "2014" or "14.5" (a number is not read into a longer one).
-fn names(haystack: &str, needle: &str) -> bool {
-    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
-    haystack.match_indices(needle).any(|(at, _)| {
-        let before = haystack[..at].chars().next_back();
-        let after_text = &haystack[at + needle.len()..];
-        let mut after = after_text.chars();
-        let next = after.next();
-        // "14." at the end of a sentence is a whole number; "14.5" is not.
-        let decimal = next == Some('.') && after.next().is_some_and(|c| c.is_ascii_digit());
-        !part_of_word(before) && !part_of_word(next) && !decimal
-    })
 }
 
 fn is_column(c: &str) -> bool {
@@ -444,6 +461,7 @@ mod tests {
             .into(),
             digits: vec!["number".into()],
             contains: Vec::new(),
+            numbers: Vec::new(),
         }
     }
 
@@ -475,16 +493,6 @@ mod tests {
             equals: 2,
         };
         assert!(count.run(&phone, "").await.unwrap().success);
-    }
-
-    #[test]
-    fn an_answer_names_a_value_only_as_whole_words() {
-        assert!(names("android 14.", "14"));
-        assert!(names("it is 87%", "87%"));
-        assert!(names("zoë müller's number is +49 30", "zoë müller"));
-        assert!(!names("android 2014", "14"));
-        assert!(!names("version 14.5", "14"));
-        assert!(!names("1487", "14"));
     }
 
     #[test]

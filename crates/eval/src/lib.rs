@@ -5,11 +5,13 @@
 //! The suite that ships in the binary is [`builtin`]; a user's own is [`task::load_dir`].
 
 pub mod check;
+pub mod clipboard;
 pub mod params;
 pub mod render;
 pub mod rows;
 pub mod stats;
 pub mod task;
+pub mod words;
 
 pub use check::{Check, Finding, Phone, ShellOutput};
 pub use task::{Family, Instance, SuiteError, Template, select};
@@ -24,6 +26,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("tasks.toml", include_str!("../suite/tasks.toml")),
     ("expenses.toml", include_str!("../suite/expenses.toml")),
     ("clock.toml", include_str!("../suite/clock.toml")),
+    ("clipboard.toml", include_str!("../suite/clipboard.toml")),
 ];
 
 /// The built-in suite.

@@ -53,17 +53,24 @@ fn parse_row(text: &str, columns: &[String]) -> Row {
 
 /// Whether `row` holds every wanted value. Columns in `digits` compare their digits only (a
 /// phone number typed as "+1 (617) 555-0103" is "16175550103"); columns in `contains` need only
-/// hold the value somewhere.
+/// hold the value somewhere; columns in `numbers` compare as whole numbers ("05" is 5) when
+/// both sides are one.
 pub fn matches(
     row: &Row,
     wanted: &BTreeMap<String, String>,
     digits: &[String],
     contains: &[String],
+    numbers: &[String],
 ) -> bool {
     wanted.iter().all(|(col, want)| {
         let Some(got) = row.get(col) else {
             return false;
         };
+        if numbers.contains(col)
+            && let (Ok(g), Ok(w)) = (got.trim().parse::<i64>(), want.trim().parse::<i64>())
+        {
+            return g == w;
+        }
         let (got, want) = if digits.contains(col) {
             (only_digits(got), only_digits(want))
         } else {
@@ -132,15 +139,32 @@ mod tests {
     fn numbers_compare_by_digits_when_asked() {
         let row: Row = [("number".to_owned(), "+1 (617) 555-0103".to_owned())].into();
         let want = [("number".to_owned(), "16175550103".to_owned())].into();
-        assert!(matches(&row, &want, &cols(&["number"]), &[]));
-        assert!(!matches(&row, &want, &[], &[]));
+        assert!(matches(&row, &want, &cols(&["number"]), &[], &[]));
+        assert!(!matches(&row, &want, &[], &[], &[]));
         let body: Row = [(
             "body".to_owned(),
             "Ada: +1 (617) 555-0103, call her".to_owned(),
         )]
         .into();
         let want = [("body".to_owned(), "16175550103".to_owned())].into();
-        assert!(matches(&body, &want, &cols(&["body"]), &cols(&["body"])));
-        assert!(!matches(&body, &want, &[], &cols(&["body"])));
+        assert!(matches(
+            &body,
+            &want,
+            &cols(&["body"]),
+            &cols(&["body"]),
+            &[]
+        ));
+        assert!(!matches(&body, &want, &[], &cols(&["body"]), &[]));
+    }
+
+    #[test]
+    fn numbers_compare_as_whole_numbers_when_asked() {
+        let row: Row = [("minutes".to_owned(), "010".to_owned())].into();
+        let want = [("minutes".to_owned(), "10".to_owned())].into();
+        assert!(matches(&row, &want, &[], &[], &cols(&["minutes"])));
+        assert!(!matches(&row, &want, &[], &[], &[]));
+        let empty: Row = [("minutes".to_owned(), String::new())].into();
+        let zero = [("minutes".to_owned(), "0".to_owned())].into();
+        assert!(!matches(&empty, &zero, &[], &[], &cols(&["minutes"])));
     }
 }

@@ -47,6 +47,18 @@ async fn satisfy(phone: &Sim, check: &Check) -> Option<String> {
             Some(String::new())
         }
         Check::Answer { contains } => Some(format!("It is {contains}.")),
+        Check::Clipboard { equals, contains } => {
+            let text = equals.as_ref().or(contains.as_ref()).unwrap();
+            let out = phone
+                .shell(&format!(
+                    "am broadcast -a clipper.set -e text '{}'",
+                    text.replace('\'', "'\\''")
+                ))
+                .await
+                .unwrap();
+            assert!(out.stdout.contains("result=-1"), "{}", out.stdout);
+            Some(String::new())
+        }
         Check::All(checks) => {
             let mut answer = String::new();
             for c in checks {
@@ -177,6 +189,30 @@ oracle = ["complete(true, 'done')"]
             "not a name",
         ),
         (good.replace("goal =", "goal = ["), "(file)", "TOML"),
+        (
+            good.replace(
+                "check.setting = { name = \"global:wifi_on\", equals = \"{{state.value}}\" }",
+                "check.clipboard = {}",
+            ),
+            "task[0] (t).check",
+            "give equals, contains or both",
+        ),
+        (
+            good.replace(
+                "check.setting = { name = \"global:wifi_on\", equals = \"{{state.value}}\" }",
+                "check.clipboard = { contains = \" \" }",
+            ),
+            "task[0] (t).check",
+            "clipboard.contains is empty",
+        ),
+        (
+            good.replace(
+                "check.setting = { name = \"global:wifi_on\", equals = \"{{state.value}}\" }",
+                "check.clipboard = { equals = \"{{state.wrod}}\" }",
+            ),
+            "task[0] (t).check",
+            "no field wrod",
+        ),
     ] {
         let e = droidmesh_eval::task::parse_family("mine.toml", &broken).unwrap_err();
         assert_eq!(
@@ -232,6 +268,47 @@ async fn file_and_answer_checks_read_the_phone_and_the_answer() {
         !f.success && f.detail.contains("does not name"),
         "{}",
         f.detail
+    );
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_clipboard_check_reads_the_phones_clipboard_and_says_what_it_found() {
+    let (fleet, phone) = one_phone().await;
+    let parse = |toml: &str| -> Check {
+        #[derive(serde::Deserialize)]
+        struct W {
+            check: Check,
+        }
+        let w: W = toml::from_str(toml).unwrap();
+        assert_eq!(w.check.problem(), None);
+        w.check
+    };
+    let exact = parse(r#"check.clipboard = { equals = "Zoë Müller: +49 89 5550 2041" }"#);
+    let words = parse(r#"check.clipboard = { contains = "+49 89 5550 2041" }"#);
+    let f = exact.run(&phone, "").await.unwrap();
+    assert!(!f.success);
+    assert_eq!(
+        f.detail,
+        "the clipboard is empty; the task wants exactly \"Zoë Müller: +49 89 5550 2041\""
+    );
+    phone
+        .shell("am broadcast -a clipper.set -e text 'Zoë Müller: +49 89 5550 2041'")
+        .await
+        .unwrap();
+    for check in [&exact, &words] {
+        let f = check.run(&phone, "").await.unwrap();
+        assert!(f.success && f.score == 1.0, "{}", f.detail);
+    }
+    phone
+        .shell("am broadcast -a clipper.set -e text '+49 89 5550 20411'")
+        .await
+        .unwrap();
+    let f = words.run(&phone, "").await.unwrap();
+    assert!(!f.success);
+    assert_eq!(
+        f.detail,
+        "the clipboard holds \"+49 89 5550 20411\"; the task wants \"+49 89 5550 2041\" as whole words"
     );
     fleet.shutdown().await;
 }
