@@ -1,5 +1,6 @@
 //! Prompt and parser figures against their targets: CodeAct system and step prompts rendered,
-//! a typical Manager reply and Executor reply parsed, code extracted. Run with
+//! a typical Manager reply and Executor reply parsed, code extracted, a screen fingerprinted
+//! and a step taken by the loop guard. Run with
 //! `cargo bench -p droidmesh-agent`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,6 +11,7 @@ use std::{
 
 use droidmesh_agent::{
     budget::{TokenEstimator, newest_that_fit, step_bytes},
+    loops::{Action, LoopGuard, ScreenPrint},
     parse::{extract_code, parse_executor, parse_manager, structured_output},
     prompts::{CodeActStep, CodeActSystem, CodeActUser, PhoneState, PromptSet, UiElement},
     tools::{device_tools, js_signatures},
@@ -204,6 +206,28 @@ fn main() {
             let shown: usize = history.iter().map(step_bytes).sum();
             (shown, newest_that_fit(&history, 4_000, &estimator))
         }),
+        Some(Duration::from_micros(100)),
+    );
+    // Loop detection, once per step: the screen's fingerprint, then the step's actions.
+    let elements = screen(60);
+    let phone = PhoneState::default();
+    report(
+        "screen fingerprint (60 elements)",
+        time(20_000, || ScreenPrint::of(&elements, &phone)),
+        Some(Duration::from_micros(100)),
+    );
+    let print = ScreenPrint::of(&elements, &phone);
+    let actions = [
+        Action::new(droidmesh_agent::tools::Tool::Tap, &[json!(3)]),
+        Action::new(
+            droidmesh_agent::tools::Tool::TypeText,
+            &[json!("hello"), json!(5)],
+        ),
+    ];
+    let mut guard = LoopGuard::new(3);
+    report(
+        "loop guard takes a step of two actions",
+        time(20_000, || guard.record(print, &actions)),
         Some(Duration::from_micros(100)),
     );
     report(

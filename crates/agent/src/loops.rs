@@ -44,29 +44,41 @@ const DESCRIPTION_CHARS: usize = 200;
 /// Longest string argument shown in a description.
 const ARG_CHARS: usize = 40;
 
-/// FNV-1a, 64 bits: the same value in every process and on every build (the executor hashes a
-/// screen, the gateway compares the hashes).
-struct Fnv(u64);
+/// A 64-bit hash of what it is fed, eight bytes at a time: each word is folded in by a
+/// 128-bit multiply whose halves are xored, so every bit of a word reaches every bit of the
+/// state. Its own code, so the value is the same in every process and on every build (the
+/// executor hashes a screen, the gateway compares the hashes).
+struct Fold(u64);
 
-impl Fnv {
+/// Odd constants with well-mixed bits (the 64-bit fractional parts of pi and e).
+const START: u64 = 0x243f_6a88_85a3_08d3;
+const MULTIPLIER: u64 = 0xb7e1_5162_8aed_2a6b;
+
+impl Fold {
     fn new() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
+        Self(START)
     }
 
     fn num(&mut self, n: u64) {
-        self.bytes(&n.to_le_bytes());
+        let m = u128::from(self.0 ^ n) * u128::from(MULTIPLIER);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
     }
 
+    /// Its length, then its bytes (the last word padded with zeros).
     fn text(&mut self, s: &str) {
         self.num(s.len() as u64);
-        self.bytes(s.as_bytes());
+        let mut words = s.as_bytes().chunks_exact(8);
+        for w in words.by_ref() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.num(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.num(u64::from_le_bytes(b));
+        }
     }
 
     fn flags(&mut self, flags: &[bool]) {
@@ -86,7 +98,7 @@ pub struct ScreenPrint(u64);
 impl ScreenPrint {
     /// The fingerprint of a screen as prompts show it.
     pub fn of(elements: &[UiElement], phone: &PhoneState) -> Self {
-        let mut h = Fnv::new();
+        let mut h = Fold::new();
         h.num(elements.len() as u64);
         for e in elements {
             // Every field, named: a field added to `UiElement` must be added here to compile.
@@ -115,9 +127,10 @@ impl ScreenPrint {
             h.text(text);
             h.text(content_desc);
             h.text(resource_id);
-            for b in bounds {
-                h.bytes(&b.to_le_bytes());
-            }
+            // Each coordinate as its 32 bits, two to a word.
+            let [left, top, right, bottom] = bounds.map(|b| u64::from(b as u32));
+            h.num(left | top << 32);
+            h.num(right | bottom << 32);
             h.flags(&[
                 *clickable,
                 *long_clickable,
@@ -238,7 +251,7 @@ impl Action {
         }
     }
 
-    fn hash_into(&self, h: &mut Fnv) {
+    fn hash_into(&self, h: &mut Fold) {
         h.text(self.tool.name());
         h.num(self.args.len() as u64);
         for a in &self.args {
@@ -319,7 +332,7 @@ impl LoopGuard {
         if acting.is_empty() {
             return Verdict::Go;
         }
-        let mut h = Fnv::new();
+        let mut h = Fold::new();
         h.num(screen.0);
         for a in &acting {
             a.hash_into(&mut h);
