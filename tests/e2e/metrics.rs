@@ -267,12 +267,20 @@ async fn one_task_moves_the_metrics_of_up() {
             ]
         ) >= 1.0
     );
-    assert_eq!(
+    // The gateway drops the finished task's CodeAct stream as soon as it reads the finished
+    // event, before the executor's status: still the executor's OK, not a cancellation.
+    let codeact_ended = scrape_until(admin, "the CodeAct stream ended", |s| {
         total(
-            &after,
+            s,
             "rpc_server_active_requests",
-            &[("rpc_service", "droidmesh.v1.ExecutorService")]
-        ),
-        0.0
-    );
+            &[("rpc_service", "droidmesh.v1.ExecutorService")],
+        ) == 0.0
+    })
+    .await;
+    let codeact_code = |code: &str| {
+        let mut labels = codeact.to_vec();
+        labels.push(("rpc_grpc_status_code", code));
+        total(&codeact_ended, "rpc_server_requests_total", &labels)
+    };
+    assert_eq!((codeact_code("0"), codeact_code("1")), (1.0, 0.0));
 }

@@ -1,8 +1,11 @@
 //! Metrics over real parts: a tonic service served by `serve` (so with the RPC metrics layer),
 //! called by a real gRPC client (unary calls, an error, a bidirectional stream kept open and
-//! one dropped), and `/metrics` scraped over HTTP on loopback and read with a Prometheus text
+//! then ended), and `/metrics` scraped over HTTP on loopback and read with a Prometheus text
 //! parser. A process of its own, so no other test's calls land in its counters.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#[path = "support/scrape.rs"]
+mod support;
+
 use droidmesh_proto::v1::executor_service_client::ExecutorServiceClient;
 use droidmesh_proto::v1::executor_service_server::{ExecutorService, ExecutorServiceServer};
 use droidmesh_proto::v1::{
@@ -10,8 +13,9 @@ use droidmesh_proto::v1::{
 };
 use droidmesh_runtime::metrics::{AdminOptions, serve_admin};
 use droidmesh_runtime::{ClientOptions, ServeOptions, connect, serve};
-use prometheus_parse::{Sample, Scrape, Value};
+use prometheus_parse::{Scrape, Value};
 use std::time::{Duration, Instant};
+use support::{get, http_get};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
@@ -62,78 +66,16 @@ impl ExecutorService for Exec {
     }
 }
 
-/// `GET path` over a plain TCP connection: (status line, headers, body).
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
-        .await
-        .expect("the admin server answers within 10 s")
-        .unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
-    (status.to_owned(), headers.to_lowercase(), body.to_owned())
-}
-
-async fn scrape(addr: std::net::SocketAddr) -> Scrape {
-    let (status, headers, body) = http_get(addr, "/metrics").await;
-    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
-    assert!(
-        headers.contains("content-type: text/plain; version=0.0.4"),
-        "{headers}"
-    );
-    Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).unwrap()
-}
-
-/// The value of the sample `metric` whose labels include every pair of `labels`.
-fn value(scrape: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let matches =
-        |s: &&Sample| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v));
-    scrape.samples.iter().find(matches).map(|s| match &s.value {
-        Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
-        Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
-        Value::Summary(_) => panic!("{metric} is a summary"),
-    })
-}
-
 fn call(method: &str, code: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("rpc_system", "grpc".to_owned()),
-        ("rpc_service", EXECUTOR.to_owned()),
-        ("rpc_method", method.to_owned()),
-        ("rpc_grpc_status_code", code.to_owned()),
-    ]
-}
-
-fn get(scrape: &Scrape, metric: &str, labels: &[(&'static str, String)]) -> f64 {
-    let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    value(scrape, metric, &labels).unwrap_or(0.0)
+    support::call(EXECUTOR, method, code)
 }
 
 fn active(scrape: &Scrape, method: &str) -> f64 {
-    value(
-        scrape,
-        "rpc_server_active_requests",
-        &[("rpc_service", EXECUTOR), ("rpc_method", method)],
-    )
-    .unwrap_or(0.0)
+    support::active(scrape, EXECUTOR, method)
 }
 
-/// Scrapes until `ok` holds (the server records a call as its response ends, which the
-/// client may see first), failing after 10 s.
 async fn scrape_until(addr: std::net::SocketAddr, ok: impl Fn(&Scrape) -> bool) -> Scrape {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let s = scrape(addr).await;
-        if ok(&s) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "the metrics never got there");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::scrape_until(addr, Duration::from_secs(10), ok).await
 }
 
 #[tokio::test]
@@ -250,27 +192,7 @@ async fn rpc_metrics_move_with_calls_and_streams_and_parse_as_prometheus_text() 
         1.0
     );
 
-    // A stream the client drops mid-way ends as CANCELLED.
-    let (input_tx, input_rx) = tokio::sync::mpsc::channel(4);
-    input_tx.send(CodeActInput::default()).await.unwrap();
-    let mut events = client
-        .run_code_act(ReceiverStream::new(input_rx))
-        .await
-        .unwrap()
-        .into_inner();
-    events.message().await.unwrap().expect("one event");
-    scrape_until(admin, |s| active(s, "RunCodeAct") == 1.0).await;
-    drop(events);
-    drop(input_tx);
-    let dropped = scrape_until(admin, |s| active(s, "RunCodeAct") == 0.0).await;
-    assert_eq!(
-        get(
-            &dropped,
-            "rpc_server_requests_total",
-            &call("RunCodeAct", "1")
-        ),
-        1.0
-    );
+    // How a stream the client leaves is counted: tests/metrics_streams.rs.
 
     // Anything but GET /metrics is 404.
     let (status, _, _) = http_get(admin, "/").await;

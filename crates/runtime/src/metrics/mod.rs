@@ -5,6 +5,7 @@
 pub mod admin;
 mod encode;
 pub mod rpc;
+pub mod stream_end;
 
 use crate::error::{Result, RuntimeError};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -19,6 +20,7 @@ use std::time::Duration;
 pub use admin::{AdminOptions, serve_admin};
 pub use encode::encode;
 pub use rpc::RpcMetricsLayer;
+pub use stream_end::StreamEndLayer;
 
 /// The name of the meter every droidmesh crate records with.
 pub const METER: &str = "droidmesh";

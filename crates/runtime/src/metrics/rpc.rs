@@ -2,25 +2,34 @@
 //! `rpc.server.requests` by service, method and gRPC status code, and
 //! `rpc.server.active_requests` by service and method. A call counts as active from its
 //! request until its response body ends or is dropped, so a stream in progress (a RunCodeAct,
-//! a WatchTask) stays counted for as long as it streams.
+//! a WatchTask) stays counted for as long as it streams. Its status is the server's: from the
+//! trailers (or the headers of a trailers-only error). A response body dropped before its end
+//! (its client left) hands its call to the layer at the other end of the stack
+//! ([`super::stream_end`]), which settles it from the server's own stream.
+use super::stream_end::EndSlot;
 use http_body::{Body, Frame, SizeHint};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Distinct `/service/method` paths given their own labels; the rest share `other`.
 const MAX_PATHS: usize = 256;
 /// gRPC status codes 0 (OK) to 16 (UNAUTHENTICATED).
 const CODES: usize = 17;
-const CANCELLED: usize = 1;
-const UNKNOWN: usize = 2;
+pub(super) const CANCELLED: usize = 1;
+pub(super) const UNKNOWN: usize = 2;
+/// The end grace when none is given: how long a stream whose client left before its status is
+/// watched for that status (see [`super::stream_end`]).
+pub const DEFAULT_END_GRACE: Duration = Duration::from_secs(1);
 
-/// Adds RPC metrics to a tonic server (`Server::builder().layer(...)`). Instruments come from
+/// Adds RPC metrics to a tonic server (`Server::builder().layer(...)`), outermost, with
+/// [`super::stream_end::StreamEndLayer`] innermost (next to the routes). Instruments come from
 /// the global meter provider as it is when the layer is made.
 #[derive(Clone)]
 pub struct RpcMetricsLayer {
@@ -41,6 +50,12 @@ impl Default for RpcMetricsLayer {
 
 impl RpcMetricsLayer {
     pub fn new() -> Self {
+        Self::with_end_grace(DEFAULT_END_GRACE)
+    }
+
+    /// A layer whose streams, once their clients left before the server's status, are watched
+    /// for that status for `grace` (see [`super::stream_end`]).
+    pub fn with_end_grace(grace: Duration) -> Self {
         let meter = opentelemetry::global::meter(super::METER);
         Self {
             inst: Arc::new(Instruments {
@@ -65,6 +80,8 @@ impl RpcMetricsLayer {
                     .build(),
                 paths: RwLock::new(HashMap::new()),
                 other: Arc::new(PathAttrs::new("other", "other")),
+                grace,
+                watched: AtomicUsize::new(0),
             }),
         }
     }
@@ -81,12 +98,16 @@ impl<S> tower::Layer<S> for RpcMetricsLayer {
     }
 }
 
-struct Instruments {
+pub(super) struct Instruments {
     duration: Histogram<f64>,
     requests: Counter<u64>,
     active: UpDownCounter<i64>,
     paths: RwLock<HashMap<Box<str>, Arc<PathAttrs>>>,
     other: Arc<PathAttrs>,
+    /// How long a stream whose client left is watched for its status.
+    pub(super) grace: Duration,
+    /// Streams watched now, their clients gone (bounded by [`super::stream_end`]).
+    pub(super) watched: AtomicUsize,
 }
 
 /// The attribute sets of one method, made once.
@@ -173,8 +194,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: http::Request<ReqB>) -> Self::Future {
+    fn call(&mut self, mut req: http::Request<ReqB>) -> Self::Future {
         let attrs = self.inst.attrs(req.uri().path());
+        let slot = EndSlot::new();
+        req.extensions_mut().insert(Arc::clone(&slot));
         self.inst.active.add(1, &attrs.active);
         let call = Call {
             inst: self.inst.clone(),
@@ -186,13 +209,14 @@ where
         ResponseFuture {
             inner: self.inner.call(req),
             call: Some(call),
+            slot: Some(slot),
         }
     }
 }
 
 /// One call in progress; records itself once, when it ends or is dropped.
-struct Call {
-    inst: Arc<Instruments>,
+pub(super) struct Call {
+    pub(super) inst: Arc<Instruments>,
     attrs: Arc<PathAttrs>,
     start: Instant,
     code: Option<usize>,
@@ -200,7 +224,7 @@ struct Call {
 }
 
 impl Call {
-    fn finish(&mut self, code: usize) {
+    pub(super) fn finish(&mut self, code: usize) {
         if self.done {
             return;
         }
@@ -220,7 +244,7 @@ impl Drop for Call {
     }
 }
 
-fn status_code(headers: &http::HeaderMap) -> Option<usize> {
+pub(super) fn status_code(headers: &http::HeaderMap) -> Option<usize> {
     let code = headers
         .get("grpc-status")?
         .to_str()
@@ -236,6 +260,7 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         call: Option<Call>,
+        slot: Option<Arc<EndSlot>>,
     }
 }
 
@@ -249,13 +274,14 @@ where
         let this = self.project();
         let result = std::task::ready!(this.inner.poll(cx));
         let mut call = this.call.take();
+        let slot = this.slot.take().unwrap_or_else(EndSlot::new);
         Poll::Ready(match result {
             Ok(resp) => {
                 if let Some(c) = call.as_mut() {
                     // A trailers-only response (an error) carries its status in the headers.
                     c.code = status_code(resp.headers());
                 }
-                Ok(resp.map(|inner| MetricsBody { inner, call }))
+                Ok(resp.map(|inner| MetricsBody { inner, call, slot }))
             }
             Err(e) => {
                 if let Some(mut c) = call {
@@ -268,11 +294,29 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// A response body that ends its call's measurement with the body.
+    /// A response body that ends its call's measurement with the body; dropped before its
+    /// end, it hands the call to the stream's [`EndSlot`].
     pub struct MetricsBody<B> {
         #[pin]
         inner: B,
         call: Option<Call>,
+        slot: Arc<EndSlot>,
+    }
+
+    impl<B> PinnedDrop for MetricsBody<B> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(call) = this.call.take() {
+                match call.code {
+                    // A trailers-only response: its status is known, and recorded as the
+                    // call drops.
+                    Some(_) => drop(call),
+                    // Runs before the body inside is dropped, so the call is in the slot
+                    // when the far end looks.
+                    None => this.slot.hand_over(call),
+                }
+            }
+        }
     }
 }
 
@@ -286,25 +330,11 @@ impl<B: Body> Body for MetricsBody<B> {
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
         let frame = std::task::ready!(this.inner.poll_frame(cx));
-        match &frame {
-            Some(Ok(f)) => {
-                if let Some(trailers) = f.trailers_ref()
-                    && let Some(mut c) = this.call.take()
-                {
-                    c.finish(status_code(trailers).unwrap_or(UNKNOWN));
-                }
-            }
-            Some(Err(_)) => {
-                if let Some(mut c) = this.call.take() {
-                    c.finish(UNKNOWN);
-                }
-            }
-            None => {
-                if let Some(mut c) = this.call.take() {
-                    let code = c.code.unwrap_or(UNKNOWN);
-                    c.finish(code);
-                }
-            }
+        let headers_code = this.call.as_ref().and_then(|c| c.code);
+        if let Some(code) = end_code(frame.as_ref(), headers_code)
+            && let Some(mut c) = this.call.take()
+        {
+            c.finish(code);
         }
         Poll::Ready(frame)
     }
@@ -315,5 +345,20 @@ impl<B: Body> Body for MetricsBody<B> {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// The status a frame ends its call with, `None` for a data frame: a trailers frame's, an
+/// error's UNKNOWN, and at the body's end the headers' (`headers_code`) or UNKNOWN.
+pub(super) fn end_code<D, E>(
+    frame: Option<&Result<Frame<D>, E>>,
+    headers_code: Option<usize>,
+) -> Option<usize> {
+    match frame {
+        Some(Ok(f)) => f
+            .trailers_ref()
+            .map(|trailers| status_code(trailers).unwrap_or(UNKNOWN)),
+        Some(Err(_)) => Some(UNKNOWN),
+        None => Some(headers_code.unwrap_or(UNKNOWN)),
     }
 }

@@ -49,6 +49,9 @@ pub struct ServeOptions {
     pub connections: ConnectionConfig,
     /// What the port did with its connections; shared so the owner can read it.
     pub connection_stats: Arc<ConnectionStats>,
+    /// How long the RPC metrics watch a stream whose client left before the server's status
+    /// for that status (see [`crate::metrics::rpc`]); the handler's stream is kept that long.
+    pub metrics_end_grace: Duration,
 }
 
 impl ServeOptions {
@@ -62,6 +65,7 @@ impl ServeOptions {
             tls: None,
             connections: ConnectionConfig::default(),
             connection_stats: Arc::default(),
+            metrics_end_grace: crate::metrics::rpc::DEFAULT_END_GRACE,
         }
     }
 }
@@ -137,11 +141,14 @@ where
     let span_name = opts.name.clone();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tonic::transport::Server::builder()
-        .layer(crate::metrics::RpcMetricsLayer::new())
+        .layer(crate::metrics::RpcMetricsLayer::with_end_grace(
+            opts.metrics_end_grace,
+        ))
         .trace_fn(move |req| crate::trace_context::server_span(&span_name, req))
         .layer(InFlightLayer(Arc::clone(&opts.load)))
         .layer(calls::CallsLayer)
-        .layer(calls::MessageLimitLayer);
+        .layer(calls::MessageLimitLayer)
+        .layer(crate::metrics::StreamEndLayer);
     let routes = routes
         .add_service(health)
         .add_service(LoadReporter(Arc::clone(&opts.load)).server())
