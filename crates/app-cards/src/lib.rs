@@ -209,6 +209,30 @@ impl AppCards {
         None
     }
 
+    /// The "about the app" text of a prompt: `given` (a card the task's request carries)
+    /// first, then the step's cards ([`AppCards::for_step`]) within `max_chars`, and the line
+    /// saying they were cut when they were; none when there is nothing to say.
+    pub async fn prompt_text(
+        &self,
+        foreground: Option<&str>,
+        goal: &str,
+        given: Option<&str>,
+    ) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(g) = given.map(str::trim).filter(|g| !g.is_empty()) {
+            parts.push(g.to_owned());
+        }
+        let cards = self.for_step(foreground, goal).await;
+        let rendered = render(&cards, self.cfg.max_chars);
+        if !rendered.text.is_empty() {
+            parts.push(rendered.text.clone());
+        }
+        if let Some(note) = rendered.cap_note() {
+            parts.push(note);
+        }
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+
     /// Packages whose label or name `goal` mentions.
     async fn named_in(&self, goal: &str) -> Vec<String> {
         let mut labels: Vec<(String, String)> = Vec::new();

@@ -297,3 +297,42 @@ async fn the_built_in_cards_name_only_what_the_simulated_apps_show() {
     let r = render(&[cards.card("com.android.settings", "").await.unwrap()], 50);
     assert!(r.cut() && r.cap_note().unwrap().contains("of"), "{r:?}");
 }
+
+#[tokio::test]
+async fn a_prompt_gets_the_requests_card_then_the_steps_cards_and_the_cut_said() {
+    let cards = AppCards::new(&AppCardsConfig {
+        max_chars: 60,
+        ..AppCardsConfig::default()
+    })
+    .unwrap();
+    let text = cards
+        .prompt_text(
+            Some("com.android.settings"),
+            "turn on wi-fi",
+            Some(" Given card. "),
+        )
+        .await
+        .unwrap();
+    assert!(
+        text.starts_with("Given card.\n\n### com.android.settings\n# Settings"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("characters)") && text.contains("(app cards cut to "),
+        "{text}"
+    );
+    // Nothing in front, nothing named, nothing given: no text at all.
+    assert_eq!(
+        cards
+            .prompt_text(Some("com.android.launcher3"), "hello", None)
+            .await,
+        None
+    );
+    assert_eq!(
+        cards
+            .prompt_text(None, "hello", Some("only this"))
+            .await
+            .as_deref(),
+        Some("only this")
+    );
+}

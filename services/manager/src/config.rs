@@ -20,6 +20,8 @@ pub struct ManagerConfig {
     pub device_endpoints: Vec<String>,
     /// Folder of prompt templates overriding the embedded ones (same relative paths).
     pub prompts_dir: Option<String>,
+    /// App cards given to the planner: of the app in front and of apps the request names.
+    pub app_cards: droidmesh_app_cards::AppCardsConfig,
 }
 
 impl Default for ManagerConfig {
@@ -30,6 +32,7 @@ impl Default for ManagerConfig {
             device_channels: 16,
             device_endpoints: Vec::new(),
             prompts_dir: None,
+            app_cards: droidmesh_app_cards::AppCardsConfig::default(),
         }
     }
 }
@@ -58,6 +61,9 @@ impl ManagerConfig {
             droidmesh_runtime::AllowedEndpoints::new("", &self.device_endpoints, DEVICE_ENDPOINTS)
         {
             problems.push(e);
+        }
+        if let Err(e) = droidmesh_app_cards::AppCards::new(&self.app_cards) {
+            problems.push(format!("manager.{e}"));
         }
         problems
     }

@@ -37,9 +37,12 @@ pub fn manager_service(
     }
     .map_err(|e| format!("prompt templates: {e}"))?;
     let devices = device::Devices::new(&cfg, default_device)?;
+    let cards =
+        droidmesh_app_cards::AppCards::new(&cfg.app_cards).map_err(|e| format!("manager.{e}"))?;
     Ok(ManagerServiceServer::new(Manager {
         llm,
         prompts: Arc::new(prompts),
         devices: Arc::new(devices),
+        cards,
     }))
 }

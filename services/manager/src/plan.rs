@@ -35,7 +35,13 @@ pub(crate) async fn plan(m: &Manager, r: PlanRequest) -> Result<PlanResponse, Ma
     } else {
         String::new()
     };
-    let ctx = prompt::context(&r, &state, screenshot.is_some());
+    let mut ctx = prompt::context(&r, &state, screenshot.is_some());
+    // The request's card, then the cards of the app in front and of apps the request names.
+    let foreground = Some(ctx.phone.package.as_str()).filter(|p| !p.is_empty());
+    ctx.app_card = m
+        .cards
+        .prompt_text(foreground, &r.instruction, ctx.app_card.as_deref())
+        .await;
     let text = m.prompts.render(&ctx).map_err(|e| ManagerError::Prompt {
         template: "manager/system",
         detail: e.to_string(),

@@ -31,6 +31,7 @@ pub struct Manager {
     pub(crate) llm: LlmClient,
     pub(crate) prompts: Arc<PromptSet>,
     pub(crate) devices: Arc<Devices>,
+    pub(crate) cards: droidmesh_app_cards::AppCards,
 }
 
 #[tonic::async_trait]

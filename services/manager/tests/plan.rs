@@ -15,7 +15,7 @@ use tonic::Code;
 use tonic::transport::server::TcpIncoming;
 
 pub(crate) struct Rig {
-    _fleet: SimFleet,
+    pub(crate) fleet: SimFleet,
     pub(crate) llm: MockLlmServer,
     pub(crate) device_ep: String,
     pub(crate) serial: String,
@@ -67,7 +67,7 @@ pub(crate) async fn rig_with(replies: &[&str], cfg: ManagerConfig) -> Rig {
     let svc = manager_service(cfg, client, device_ep.clone()).unwrap();
     let ep = serve(tonic::transport::Server::builder().add_service(svc)).await;
     Rig {
-        _fleet: fleet,
+        fleet,
         llm,
         device_ep,
         serial,
@@ -424,4 +424,85 @@ async fn bad_requests_unusable_models_and_unreadable_devices_are_errors() {
     rig.llm.push(MockResponse::error(503, "overloaded"));
     let err = rig.plan(rig.request("Turn Wi-Fi on")).await.unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+}
+
+const PLAN: &str = "<plan>\n1. Open Settings\n</plan>";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_card_of_the_app_in_front_reaches_the_plan_and_an_edited_card_the_next_one() {
+    let cards = tempfile::tempdir().unwrap();
+    let android = cards.path().join("android");
+    std::fs::create_dir_all(&android).unwrap();
+    std::fs::write(
+        android.join("app_cards.json"),
+        r#"{"com.android.settings": "settings.md"}"#,
+    )
+    .unwrap();
+    std::fs::write(android.join("settings.md"), "Wi-Fi is the first switch.").unwrap();
+    let rig = rig_with(
+        &[PLAN, PLAN, PLAN],
+        ManagerConfig {
+            app_cards: droidmesh_app_cards::AppCardsConfig {
+                dir: Some(cards.path().to_owned()),
+                ..Default::default()
+            },
+            ..ManagerConfig::default()
+        },
+    )
+    .await;
+    // The launcher in front and a goal that names no app: no card.
+    rig.plan(rig.request("Turn on Wi-Fi")).await.unwrap();
+    assert!(
+        !rig.prompt(0).contains("## About the app"),
+        "{}",
+        rig.prompt(0)
+    );
+
+    let out = rig.fleet.devices()[0].shell("am start -n com.android.settings/.Settings");
+    assert_eq!(out.code, 0, "{out:?}");
+    rig.plan(rig.request("Turn on Wi-Fi")).await.unwrap();
+    let prompt = rig.prompt(1);
+    assert!(
+        prompt.contains("## About the app\n### com.android.settings\nWi-Fi is the first switch."),
+        "{prompt}"
+    );
+
+    std::fs::write(
+        android.join("settings.md"),
+        "Wi-Fi is under Network & internet too.",
+    )
+    .unwrap();
+    rig.plan(rig.request("Turn on Wi-Fi")).await.unwrap();
+    assert!(
+        rig.prompt(2)
+            .contains("Wi-Fi is under Network & internet too."),
+        "{}",
+        rig.prompt(2)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_app_the_request_names_brings_its_built_in_card_and_a_bad_card_dir_is_refused() {
+    let rig = rig(&[PLAN]).await;
+    rig.plan(rig.request("Add a task in the Tasks app"))
+        .await
+        .unwrap();
+    let prompt = rig.prompt(0);
+    assert!(
+        prompt.contains("### com.droidmesh.tasks\n# Tasks") && prompt.contains("\"New task\""),
+        "{prompt}"
+    );
+    let err = ManagerConfig {
+        app_cards: droidmesh_app_cards::AppCardsConfig {
+            dir: Some("/no/cards/here".into()),
+            ..Default::default()
+        },
+        ..ManagerConfig::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(
+        err.starts_with("manager.app_cards.dir: /no/cards/here is not a directory"),
+        "{err}"
+    );
 }
