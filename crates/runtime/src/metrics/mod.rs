@@ -4,6 +4,7 @@
 //! `opentelemetry::global::meter("droidmesh")`; this crate is the only one that knows the SDK.
 pub mod admin;
 mod encode;
+pub mod methods;
 pub mod rpc;
 pub mod stream_end;
 

@@ -13,13 +13,13 @@ use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// Distinct `/service/method` paths given their own labels; the rest share `other`.
-const MAX_PATHS: usize = 256;
+/// The label of a method, or service, the server does not register.
+pub const OTHER: &str = "_OTHER";
 /// gRPC status codes 0 (OK) to 16 (UNAUTHENTICATED).
 const CODES: usize = 17;
 pub(super) const CANCELLED: usize = 1;
@@ -42,20 +42,35 @@ impl std::fmt::Debug for RpcMetricsLayer {
     }
 }
 
-impl Default for RpcMetricsLayer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl RpcMetricsLayer {
-    pub fn new() -> Self {
-        Self::with_end_grace(DEFAULT_END_GRACE)
+    /// A layer for a server that registers `services` (fully qualified names): their methods,
+    /// as the embedded descriptor sets list them ([`super::methods`]), get labels of their
+    /// own; any other path counts as `_OTHER` (its service too, unless one of `services`).
+    pub fn new(services: &[&str]) -> Self {
+        Self::with_end_grace(services, DEFAULT_END_GRACE)
     }
 
-    /// A layer whose streams, once their clients left before the server's status, are watched
-    /// for that status for `grace` (see [`super::stream_end`]).
-    pub fn with_end_grace(grace: Duration) -> Self {
+    /// [`RpcMetricsLayer::new`] whose streams, once their clients left before the server's
+    /// status, are watched for that status for `grace` (see [`super::stream_end`]).
+    pub fn with_end_grace(services: &[&str], grace: Duration) -> Self {
+        let mut paths = HashMap::new();
+        let mut other_method = HashMap::new();
+        for service in services {
+            let Some(methods) = super::methods::methods_of(service) else {
+                tracing::warn!(
+                    service,
+                    "metrics: no embedded descriptor describes this service; its calls are \
+                     counted as rpc_method=\"_OTHER\""
+                );
+                other_method.insert((*service).into(), Arc::new(PathAttrs::new(service, OTHER)));
+                continue;
+            };
+            for method in methods {
+                let attrs = Arc::new(PathAttrs::new(service, method));
+                paths.insert(format!("/{service}/{method}").into(), attrs);
+            }
+            other_method.insert((*service).into(), Arc::new(PathAttrs::new(service, OTHER)));
+        }
         let meter = opentelemetry::global::meter(super::METER);
         Self {
             inst: Arc::new(Instruments {
@@ -78,8 +93,9 @@ impl RpcMetricsLayer {
                     .with_unit("{request}")
                     .with_description("Inbound RPCs and streams in progress")
                     .build(),
-                paths: RwLock::new(HashMap::new()),
-                other: Arc::new(PathAttrs::new("other", "other")),
+                paths,
+                other_method,
+                other: Arc::new(PathAttrs::new(OTHER, OTHER)),
                 grace,
                 watched: AtomicUsize::new(0),
             }),
@@ -102,7 +118,11 @@ pub(super) struct Instruments {
     duration: Histogram<f64>,
     requests: Counter<u64>,
     active: UpDownCounter<i64>,
-    paths: RwLock<HashMap<Box<str>, Arc<PathAttrs>>>,
+    /// The attributes of every registered method, by `/service/method` path.
+    paths: HashMap<Box<str>, Arc<PathAttrs>>,
+    /// The attributes of a path of a registered service but no method of it.
+    other_method: HashMap<Box<str>, Arc<PathAttrs>>,
+    /// The attributes of any other path.
     other: Arc<PathAttrs>,
     /// How long a stream whose client left is watched for its status.
     pub(super) grace: Duration,
@@ -138,41 +158,17 @@ impl PathAttrs {
 }
 
 impl Instruments {
-    fn attrs(&self, path: &str) -> Arc<PathAttrs> {
-        if let Some(a) = self
-            .paths
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(path)
-        {
-            return a.clone();
+    /// The attributes of a call to `path`: made once for every registered method, so a
+    /// caller's made-up paths neither grow the label set nor take a real method's place.
+    fn attrs(&self, path: &str) -> &Arc<PathAttrs> {
+        if let Some(a) = self.paths.get(path) {
+            return a;
         }
-        let Some((service, method)) = split_path(path) else {
-            return self.other.clone();
-        };
-        let mut paths = self.paths.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(a) = paths.get(path) {
-            return a.clone();
-        }
-        if paths.len() >= MAX_PATHS {
-            return self.other.clone();
-        }
-        let a = Arc::new(PathAttrs::new(service, method));
-        paths.insert(path.into(), a.clone());
-        a
+        path.strip_prefix('/')
+            .and_then(|p| p.split_once('/'))
+            .and_then(|(service, _)| self.other_method.get(service))
+            .unwrap_or(&self.other)
     }
-}
-
-/// `/pkg.Service/Method` → (`pkg.Service`, `Method`); anything else is not a gRPC path.
-fn split_path(path: &str) -> Option<(&str, &str)> {
-    let (service, method) = path.strip_prefix('/')?.split_once('/')?;
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 128
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
-    };
-    (ok(service) && ok(method)).then_some((service, method))
 }
 
 /// The layer's service.
@@ -195,7 +191,7 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<ReqB>) -> Self::Future {
-        let attrs = self.inst.attrs(req.uri().path());
+        let attrs = Arc::clone(self.inst.attrs(req.uri().path()));
         let slot = EndSlot::new();
         req.extensions_mut().insert(Arc::clone(&slot));
         self.inst.active.add(1, &attrs.active);

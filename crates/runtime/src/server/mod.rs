@@ -137,11 +137,20 @@ where
         .build_v1alpha()
         .map_err(|e| server_err(format!("reflection v1alpha: {e}")))?;
 
+    // Every service this port registers: the RPC metrics label their methods only.
+    let mut served: Vec<&str> = opts.services.iter().map(String::as_str).collect();
+    served.extend([
+        HEALTH,
+        droidmesh_proto::service_names::REPLICA,
+        REFLECTION_V1,
+        REFLECTION_V1ALPHA,
+    ]);
     let local = listener.local_addr().ok();
     let span_name = opts.name.clone();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tonic::transport::Server::builder()
         .layer(crate::metrics::RpcMetricsLayer::with_end_grace(
+            &served,
             opts.metrics_end_grace,
         ))
         .trace_fn(move |req| crate::trace_context::server_span(&span_name, req))

@@ -90,10 +90,19 @@ pub async fn scrape_until(
         if ok(&s) {
             return s;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the metrics never got there within {within:?}"
-        );
+        if Instant::now() >= deadline {
+            let requests: Vec<String> = s
+                .samples
+                .iter()
+                .filter(|x| x.metric == "rpc_server_requests_total")
+                .take(40)
+                .map(|x| format!("{:?} {:?}", x.labels, x.value))
+                .collect();
+            panic!(
+                "the metrics never got there within {within:?}; requests: {}",
+                requests.join("\n")
+            );
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
