@@ -123,6 +123,9 @@ fn main() {
         },
         ui_state: screen(60).into(),
         screenshot_attached: true,
+        app_cards: Some(
+            "### com.android.settings\n# Settings\n- Wi-Fi is the first switch.".into(),
+        ),
     };
     let schema =
         json!({"type": "object", "properties": {"ssid": {"type": "string"}}, "required": ["ssid"]});

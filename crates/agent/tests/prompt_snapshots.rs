@@ -62,6 +62,7 @@ fn codeact_user_later_step() {
         phone: fixtures::phone(),
         ui_state: fixtures::screen().into(),
         screenshot_attached: true,
+        app_cards: Some("### com.android.settings\n# Settings\n- Wi-Fi is the first switch.\n\n(app cards cut to 60 of 90 characters)".into()),
     }));
 }
 

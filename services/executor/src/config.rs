@@ -28,6 +28,8 @@ pub struct ExecutorConfig {
     pub human_wait_ms: u64,
     /// Folder of prompt templates overriding the embedded ones (same relative paths).
     pub prompts_dir: Option<String>,
+    /// App cards given to each CodeAct step: of the app in front and of apps the goal names.
+    pub app_cards: droidmesh_app_cards::AppCardsConfig,
     /// Longest wait for one call to the device service (a read, a tap, a gesture: gestures
     /// last at most 10 s); a device service that does not answer in time fails the step,
     /// named with its endpoint.
@@ -57,6 +59,7 @@ impl Default for ExecutorConfig {
             screenshot_max_side: 1024,
             human_wait_ms: 600_000,
             prompts_dir: None,
+            app_cards: droidmesh_app_cards::AppCardsConfig::default(),
             device_call_timeout_ms: 30_000,
             device_endpoints: Vec::new(),
             start_places: None,
@@ -120,6 +123,9 @@ impl ExecutorConfig {
                 "executor.loop_repeats must be 0 (no loop detection) or at least 2, got 1 (every action would be a loop)"
                     .into(),
             );
+        }
+        if let Err(e) = droidmesh_app_cards::AppCards::new(&self.app_cards) {
+            problems.push(format!("executor.{e}"));
         }
         problems
     }

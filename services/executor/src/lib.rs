@@ -80,7 +80,10 @@ pub fn executor_service(
         cfg.start_places(),
         std::time::Duration::from_millis(cfg.start_hold_ms),
     ));
+    let cards =
+        droidmesh_app_cards::AppCards::new(&cfg.app_cards).map_err(|e| format!("executor.{e}"))?;
     Ok(ExecutorServiceServer::new(Executor {
+        cards,
         cfg,
         llm,
         prompts: Arc::new(prompts),

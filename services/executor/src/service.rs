@@ -47,6 +47,8 @@ pub struct Executor {
     pub(crate) foreground: Arc<crate::foreground::Foreground>,
     /// Starts let in a few at a time (see [`crate::admission`]).
     pub(crate) admission: Arc<crate::admission::StartAdmission>,
+    /// The app cards CodeAct steps get ([`droidmesh_app_cards`]).
+    pub(crate) cards: droidmesh_app_cards::AppCards,
 }
 
 #[tonic::async_trait]
@@ -204,6 +206,7 @@ impl Executor {
             secrets,
             foreground: self.foreground.clone(),
             admission: self.admission.clone(),
+            cards: self.cards.clone(),
         };
         tracing::info!(%task, "codeact run started");
         // The run keeps this RPC's trace: its device calls are children of the gateway's task.

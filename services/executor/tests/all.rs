@@ -2,6 +2,7 @@
 //! service and a simulated device, and a real gRPC client driving RunCodeAct (CodeAct loop) and
 //! ExecuteSubgoal (one atomic action per subgoal).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod cards;
 mod codeact;
 mod echo;
 mod endpoints;

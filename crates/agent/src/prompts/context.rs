@@ -207,6 +207,9 @@ pub struct CodeActUser {
     pub ui_state: Screen,
     /// Whether a screenshot is attached to this message.
     pub screenshot_attached: bool,
+    /// Notes on the app in front and the apps the goal names (app cards), with the line that
+    /// says when they were cut.
+    pub app_cards: Option<String>,
 }
 
 /// One earlier goal of the task's conversation and how it ended, as the Manager sees it.

@@ -55,6 +55,7 @@ impl Run {
         progress: &Progress,
         step: u32,
         seen: &Observed,
+        app_cards: Option<&str>,
     ) -> Flow<Prompt> {
         let attach = self.start.vision && progress.fit.images && seen.screenshot.is_some();
         let history = progress.history.as_slice();
@@ -72,6 +73,7 @@ impl Run {
             phone: seen.phone.clone(),
             ui_state: seen.elements.clone(),
             screenshot_attached: attach,
+            app_cards: app_cards.map(str::to_owned),
         };
         let render = |user: &CodeActUser| {
             self.prompts.render(user).map_err(|e| {

@@ -55,6 +55,8 @@ pub struct Run {
     pub foreground: Arc<Foreground>,
     /// Starts let in a few at a time; this run holds a place until its first model call.
     pub admission: Arc<StartAdmission>,
+    /// The app cards each step's prompt gets.
+    pub cards: droidmesh_app_cards::AppCards,
 }
 
 const AGENT: &str = "codeact";
@@ -258,6 +260,12 @@ impl Run {
             }))
             .await?;
             let seen = self.observe(setup, progress, step).await?;
+            // Cards of the app in front and of apps the goal names, read again each step.
+            let foreground = Some(seen.phone.package.as_str()).filter(|p| !p.is_empty());
+            let cards = self
+                .cards
+                .prompt_text(foreground, progress.steering.goal(), None)
+                .await;
             let mut record = StepRecord::new(step);
             if !seen.withheld.is_empty() && progress.shots_withheld.is_none() {
                 record.withheld(&seen.withheld);
@@ -267,7 +275,7 @@ impl Run {
             // refusal taught; a refused screenshot is dropped for the rest of the run.
             let mut refitted = false;
             let (called, shown) = loop {
-                let prompt = self.prompt(setup, progress, step, &seen)?;
+                let prompt = self.prompt(setup, progress, step, &seen, cards.as_deref())?;
                 entered.take();
                 progress.admitted.take();
                 let called = self
