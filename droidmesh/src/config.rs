@@ -172,6 +172,20 @@ pub struct Telemetry {
 }
 
 impl Config {
+    /// App cards from `dir` (holding `android/app_cards.json`) for both agents that read them,
+    /// the executor's CodeAct steps and the manager's plans.
+    pub fn use_app_cards(&mut self, dir: &std::path::Path) -> anyhow::Result<()> {
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "--app-cards {}: not a directory; give the folder that holds android/app_cards.json",
+                dir.display()
+            );
+        }
+        self.executor.app_cards.dir = Some(dir.to_owned());
+        self.manager.app_cards.dir = Some(dir.to_owned());
+        Ok(())
+    }
+
     /// Where a device service that outlives a command keeps typed secrets' masks, unless the
     /// config says: `$XDG_DATA_HOME/droidmesh/device`, else `~/.local/share/droidmesh/device`
     /// (neither set: in memory only; the note to show says so).

@@ -52,6 +52,11 @@ pub struct RunArgs {
     /// Simulated devices to start when the mesh is embedded.
     #[arg(long, default_value_t = 2)]
     pub sims: usize,
+    /// A directory of app cards (`android/app_cards.json` naming a Markdown card per package)
+    /// the agents read, besides the built-in ones (embedded mesh; a gateway's services have
+    /// their own `executor.app_cards` and `manager.app_cards`).
+    #[arg(long, value_name = "DIR", conflicts_with = "gateway")]
+    pub app_cards: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub llm: ModelArgs,
     /// Record every model answer of this run to a cassette file (embedded mesh, live model;
@@ -216,6 +221,9 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             std::env::var(var).is_ok_and(|k| !k.trim().is_empty())
         })?;
     apply_cassette_flags(&args, &mut config, flagged)?;
+    if let Some(dir) = &args.app_cards {
+        config.use_app_cards(dir)?;
+    }
     let (endpoint, mesh) = match &args.gateway {
         Some(g) => (g.clone(), None),
         None => {

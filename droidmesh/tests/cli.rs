@@ -676,3 +676,79 @@ fn a_service_whose_ports_outgrow_the_open_file_limit_refuses_to_start_naming_the
         "{err}"
     );
 }
+
+#[test]
+fn run_with_app_cards_gives_the_model_the_card_of_the_app_in_front() {
+    use droidmesh_llm::WireFormat;
+    use droidmesh_llm::testkit::{MockLlmServer, MockResponse};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let reply =
+        |text: &str| MockResponse::success(WireFormat::Openai, text, "local-model", 500, 20);
+    let llm = rt
+        .block_on(MockLlmServer::start([
+            reply("```javascript\nopen_app('Settings')\n```"),
+            reply("```javascript\ncomplete(true, 'opened')\n```"),
+        ]))
+        .unwrap();
+    let cards = tempfile::tempdir().unwrap();
+    let android = cards.path().join("android");
+    std::fs::create_dir_all(&android).unwrap();
+    std::fs::write(
+        android.join("app_cards.json"),
+        r#"{"com.android.settings": "settings.md"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        android.join("settings.md"),
+        "# Settings\nMy own note on Settings.",
+    )
+    .unwrap();
+    let out = droidmesh()
+        .args([
+            "run",
+            "--llm-url",
+            &format!("{}/v1", llm.url()),
+            "--model",
+            "local-model",
+        ])
+        .arg("--app-cards")
+        .arg(cards.path())
+        .arg("Turn on Bluetooth")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prompts: Vec<String> = llm
+        .requests()
+        .iter()
+        .map(|r| {
+            r.json()["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        !prompts[0].contains("My own note on Settings."),
+        "{}",
+        prompts[0]
+    );
+    assert!(
+        prompts[1].contains("My own note on Settings."),
+        "{}",
+        prompts[1]
+    );
+
+    let out = droidmesh()
+        .args(["run", "--app-cards", "/no/cards", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--app-cards /no/cards: not a directory"),
+        "{err}"
+    );
+}

@@ -81,6 +81,10 @@ pub struct EvalArgs {
     /// List the selected task instances and their goals, and run nothing.
     #[arg(long)]
     pub list: bool,
+    /// A directory of app cards (`android/app_cards.json` naming a Markdown card per package)
+    /// the agents read, besides the built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub app_cards: Option<PathBuf>,
     #[command(flatten)]
     pub llm: ModelArgs,
 }
@@ -131,6 +135,9 @@ pub async fn eval(args: EvalArgs, mut config: Config) -> Result<bool> {
             say!("{:<34} {}", i.id, i.goal);
         }
         return Ok(true);
+    }
+    if let Some(dir) = &args.app_cards {
+        config.use_app_cards(dir)?;
     }
     let flagged = args.llm.apply(false, &mut config.llm, &|var| {
         std::env::var(var).is_ok_and(|k| !k.trim().is_empty())
