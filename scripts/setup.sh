@@ -5,7 +5,8 @@
 # scripts/check-k8s.sh (kubectl and the Kubernetes schemas, pinned, from PyPI into a
 # virtualenv) and of scripts/check-http.sh (openapi-spec-validator and schemathesis, likewise),
 # and what the client examples of scripts/check-clients.sh need (Debian's golang-go; grpcio and
-# grpcio-tools in a virtualenv and examples/node's locked packages, see scripts/clients-tools.sh).
+# grpcio-tools in a virtualenv and examples/node's locked packages, see scripts/clients-tools.sh),
+# and Debian's prometheus package for its promtool (crates/runtime's metrics test lints a scrape).
 # Idempotent; needs root or sudo for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,12 @@ if ! command -v go >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq golang-go >/dev/null
   go version
+fi
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "setup: installing Debian's prometheus (for promtool)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  promtool --version 2>&1 | head -1
 fi
 bash scripts/k8s-tools.sh >/dev/null
 bash scripts/http-tools.sh >/dev/null

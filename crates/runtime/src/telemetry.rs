@@ -151,9 +151,7 @@ fn build_provider(service_name: &str, endpoint: &str) -> Result<SdkTracerProvide
         .with_endpoint(endpoint)
         .build()
         .map_err(|e| RuntimeError::Telemetry(format!("otlp exporter for {endpoint}: {e}")))?;
-    let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name(service_name.to_owned())
-        .build();
+    let resource = crate::metrics::resource(service_name);
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_resource(resource)

@@ -158,7 +158,7 @@ async fn rpc_metrics_move_with_calls_and_streams_and_parse_as_prometheus_text() 
     assert_eq!(
         get(
             &during,
-            "rpc_server_duration_milliseconds_count",
+            "rpc_server_duration_seconds_count",
             &call("ExecuteSubgoal", "0")
         ),
         2.0
@@ -166,16 +166,28 @@ async fn rpc_metrics_move_with_calls_and_streams_and_parse_as_prometheus_text() 
     assert_eq!(
         get(
             &during,
-            "rpc_server_duration_milliseconds",
+            "rpc_server_duration_seconds",
             &call("ExecuteSubgoal", "3")
         ),
         1.0,
         "the +Inf bucket of the failed call"
     );
+    // Seconds, as the OpenTelemetry conventions and Prometheus ask: from 1 ms to 5 minutes.
+    let bounds: Vec<f64> = during
+        .samples
+        .iter()
+        .find(|s| s.metric == "rpc_server_duration_seconds")
+        .map(|s| match &s.value {
+            Value::Histogram(b) => b.iter().map(|b| b.less_than).collect(),
+            other => panic!("the duration reads as {other:?}"),
+        })
+        .unwrap();
+    assert_eq!(bounds.first(), Some(&0.001), "{bounds:?}");
+    assert_eq!(bounds[bounds.len() - 2], 300.0, "{bounds:?}");
     assert!(
         get(
             &during,
-            "rpc_server_duration_milliseconds_sum",
+            "rpc_server_duration_seconds_sum",
             &call("ExecuteSubgoal", "0")
         ) > 0.0
     );
@@ -194,6 +206,52 @@ async fn rpc_metrics_move_with_calls_and_streams_and_parse_as_prometheus_text() 
 
     // How a stream the client leaves is counted: tests/metrics_streams.rs.
 
+    // The process itself: what it is, and what it uses.
+    let info = after
+        .samples
+        .iter()
+        .find(|s| s.metric == "target_info")
+        .expect("target_info");
+    assert!(
+        matches!(info.value, Value::Gauge(v) if v == 1.0),
+        "{info:?}"
+    );
+    assert_eq!(info.labels.get("service_name"), Some("metrics-test"));
+    assert_eq!(
+        info.labels.get("service_version"),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    assert!(
+        info.labels
+            .get("service_instance_id")
+            .is_some_and(|id| id.len() >= 16),
+        "{info:?}"
+    );
+    let process =
+        |name: &str| support::value(&after, name, &[]).unwrap_or_else(|| panic!("no {name}"));
+    assert!(process("process_cpu_seconds_total") > 0.0);
+    let rss = process("process_resident_memory_bytes");
+    assert!((1e6..64e9).contains(&rss), "{rss}");
+    // At least stdin, stdout, stderr, the two listeners and a connection.
+    assert!(process("process_open_fds") >= 6.0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = process("process_start_time_seconds");
+    assert!(
+        now - 3600.0 < started && started <= now + 1.0,
+        "{started} vs {now}"
+    );
+
+    // Prometheus's own linter finds nothing to say about any of it.
+    let text = support::scrape_text(admin).await;
+    let lint = promtool_check_metrics(&text);
+    assert!(
+        lint.is_empty(),
+        "promtool check metrics:\n{lint}\n---\n{text}"
+    );
+
     // Anything but GET /metrics is 404.
     let (status, _, _) = http_get(admin, "/").await;
     assert_eq!(status, "HTTP/1.1 404 Not Found");
@@ -205,6 +263,33 @@ async fn rpc_metrics_move_with_calls_and_streams_and_parse_as_prometheus_text() 
         .expect("the admin server stops within 5 s")
         .unwrap()
         .unwrap();
+}
+
+/// What `promtool check metrics` says of `text` (nothing when it finds no problem). Its
+/// tool comes with Debian's `prometheus` package, which scripts/setup.sh installs.
+fn promtool_check_metrics(text: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool runs (Debian's prometheus package has it: bash scripts/setup.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.success(), said.trim().is_empty(), "{said}");
+    said.trim().to_owned()
 }
 
 #[tokio::test]

@@ -1,7 +1,10 @@
 //! OpenTelemetry metrics rendered as Prometheus text exposition format 0.0.4: dots become
 //! underscores, the unit becomes a suffix (`ms` → `_milliseconds`, `s` → `_seconds`,
 //! `{token}` → nothing), monotonic sums are counters named `_total`, other sums and gauges
-//! are gauges, histograms give cumulative `_bucket{le=...}`, `_sum` and `_count`.
+//! are gauges, histograms give cumulative `_bucket{le=...}`, `_sum` and `_count`. The
+//! resource (what the process is) becomes `target_info`, a gauge of 1 labelled with its
+//! attributes (`service_name`, `service_instance_id`, `service_version`, ...).
+use super::process::Plain;
 use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::metrics::data::{
     AggregatedMetrics, Gauge, Histogram, Metric, MetricData, ResourceMetrics, Sum,
@@ -16,13 +19,33 @@ struct Family {
     samples: String,
 }
 
-/// Renders every metric of `rm`. Families come out sorted by name; a second instrument that
-/// maps to a name already taken with another type is left out.
+/// Renders every metric of `rm` and its `target_info`. Families come out sorted by name; a
+/// second instrument that maps to a name already taken with another type is left out.
 pub fn encode(rm: &ResourceMetrics) -> String {
+    encode_with(rm, &[])
+}
+
+/// [`encode`] plus `plain` samples made elsewhere (the process's own), each a family of its
+/// own unless an instrument took its name.
+pub(crate) fn encode_with(rm: &ResourceMetrics, plain: &[Plain]) -> String {
     let mut families: BTreeMap<String, Family> = BTreeMap::new();
     for scope in rm.scope_metrics() {
         for metric in scope.metrics() {
             add_metric(&mut families, metric);
+        }
+    }
+    target_info(&mut families, rm);
+    for p in plain {
+        if let Some(f) = family(&mut families, p.name, p.kind, p.help)
+            && f.samples.is_empty()
+        {
+            sample(
+                &mut f.samples,
+                p.name,
+                std::iter::empty(),
+                None,
+                &render_f64(p.value),
+            );
         }
     }
     let mut out = String::new();
@@ -34,6 +57,24 @@ pub fn encode(rm: &ResourceMetrics) -> String {
         out.push_str(&family.samples);
     }
     out
+}
+
+/// `target_info 1`, labelled with the resource's attributes in key order (none: no family).
+fn target_info(families: &mut BTreeMap<String, Family>, rm: &ResourceMetrics) {
+    let mut attrs: Vec<KeyValue> = rm
+        .resource()
+        .iter()
+        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+        .collect();
+    if attrs.is_empty() {
+        return;
+    }
+    attrs.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
+    if let Some(f) = family(families, "target_info", "gauge", "Target metadata")
+        && f.samples.is_empty()
+    {
+        sample(&mut f.samples, "target_info", attrs.iter(), None, "1");
+    }
 }
 
 fn add_metric(families: &mut BTreeMap<String, Family>, metric: &Metric) {

@@ -1,7 +1,8 @@
 //! The encoder against a private provider: names, suffixes, types, cumulative buckets and
 //! escaping, and a Prometheus parser's reading of the result.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-use super::{base_name, encode};
+use super::{base_name, encode, encode_with};
+use crate::metrics::process::Plain;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
@@ -26,8 +27,12 @@ fn render(reader: &ManualReader) -> String {
 #[test]
 fn names_take_the_unit_as_a_suffix() {
     assert_eq!(
-        base_name("rpc.server.duration", "ms"),
-        "rpc_server_duration_milliseconds"
+        base_name("rpc.server.duration", "s"),
+        "rpc_server_duration_seconds"
+    );
+    assert_eq!(
+        base_name("droidmesh.adb.command.duration", "ms"),
+        "droidmesh_adb_command_duration_milliseconds"
     );
     assert_eq!(
         base_name("gen_ai.client.operation.duration", "s"),
@@ -112,4 +117,52 @@ fn counters_gauges_and_histograms_render_as_prometheus_reads_them() {
         .find(|s| s.metric == "jobs_done_total" && s.labels.get("outcome") != Some("ok"))
         .unwrap();
     assert_eq!(odd.labels.get("outcome"), Some(r#"say \"no\"\\\n"#));
+}
+
+#[test]
+fn the_resource_is_target_info_and_plain_samples_are_families_of_their_own() {
+    let reader = Arc::new(ManualReader::builder().build());
+    let provider = SdkMeterProvider::builder()
+        .with_reader(super::super::SharedReader(reader.clone()))
+        .with_resource(crate::metrics::resource("encode-test"))
+        .build();
+    provider
+        .meter("test")
+        .u64_counter("jobs.done")
+        .build()
+        .add(1, &[]);
+    let mut rm = ResourceMetrics::default();
+    reader.collect(&mut rm).unwrap();
+    let plain = [Plain {
+        name: "process_open_fds",
+        kind: "gauge",
+        help: "Open file descriptors",
+        value: 7.0,
+    }];
+    let text = encode_with(&rm, &plain);
+    assert!(
+        text.contains("# HELP process_open_fds Open file descriptors\n# TYPE process_open_fds gauge\nprocess_open_fds 7\n"),
+        "{text}"
+    );
+    let info = text
+        .lines()
+        .find(|l| l.starts_with("target_info{"))
+        .unwrap_or_else(|| panic!("no target_info in\n{text}"));
+    assert!(info.ends_with("} 1"), "{info}");
+    // Labels in key order: instance id, name, version, then the SDK's own.
+    let id_at = info.find("service_instance_id=\"").unwrap();
+    let name_at = info.find("service_name=\"encode-test\"").unwrap();
+    let version_at = info
+        .find(&format!(
+            "service_version=\"{}\"",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .unwrap();
+    assert!(id_at < name_at && name_at < version_at, "{info}");
+    assert!(text.contains("# TYPE target_info gauge\n"), "{text}");
+    // One process, one instance id, for every provider it makes.
+    assert_eq!(
+        crate::metrics::resource("a").get(&"service.instance.id".into()),
+        crate::metrics::resource("b").get(&"service.instance.id".into())
+    );
 }

@@ -5,17 +5,20 @@
 pub mod admin;
 mod encode;
 pub mod methods;
+mod process;
 pub mod rpc;
 pub mod stream_end;
 
 use crate::error::{Result, RuntimeError};
+use opentelemetry::{Key, KeyValue};
+use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::reader::MetricReader;
 use opentelemetry_sdk::metrics::{
     InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
 };
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 pub use admin::{AdminOptions, serve_admin};
@@ -63,12 +66,9 @@ pub fn install(service_name: &str, otlp_endpoint: Option<&str>) -> Result<Metric
         return Ok(m.clone());
     }
     let reader = Arc::new(ManualReader::builder().build());
-    let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name(service_name.to_owned())
-        .build();
     let mut builder = SdkMeterProvider::builder()
         .with_reader(SharedReader(reader.clone()))
-        .with_resource(resource);
+        .with_resource(resource(service_name));
     if let Some(endpoint) = otlp_endpoint {
         use opentelemetry_otlp::WithExportConfig;
         let exporter = opentelemetry_otlp::MetricExporter::builder()
@@ -94,6 +94,30 @@ pub fn install(service_name: &str, otlp_endpoint: Option<&str>) -> Result<Metric
     Ok(metrics)
 }
 
+/// What this process is, for its metrics and traces alike: `service.name`, `service.version`
+/// (droidmesh's), `service.instance.id` (a random UUID made once per process, unless
+/// `OTEL_RESOURCE_ATTRIBUTES` names one), and what `OTEL_RESOURCE_ATTRIBUTES` adds.
+pub fn resource(service_name: &str) -> Resource {
+    static INSTANCE: OnceLock<String> = OnceLock::new();
+    let resource = Resource::builder()
+        .with_service_name(service_name.to_owned())
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+        .build();
+    let instance = Key::from_static_str("service.instance.id");
+    if resource.get(&instance).is_some() {
+        return resource;
+    }
+    let id = INSTANCE.get_or_init(|| uuid::Uuid::new_v4().to_string());
+    Resource::builder_empty()
+        .with_attributes(
+            resource
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        )
+        .with_attribute(KeyValue::new(instance, id.clone()))
+        .build()
+}
+
 /// The installed provider, if [`install`] ran.
 pub fn installed() -> Option<Metrics> {
     INSTALLED.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -105,14 +129,15 @@ impl Metrics {
         self.inner.otlp
     }
 
-    /// Collects every instrument now and renders it in the Prometheus text format 0.0.4.
+    /// Collects every instrument now and renders it in the Prometheus text format 0.0.4, with
+    /// `target_info` and the process's own use of the machine (`process_*`).
     pub fn render(&self) -> Result<String> {
         let mut rm = ResourceMetrics::default();
         self.inner
             .reader
             .collect(&mut rm)
             .map_err(|e| RuntimeError::Telemetry(format!("collecting metrics: {e}")))?;
-        Ok(encode(&rm))
+        Ok(encode::encode_with(&rm, &process::sample()))
     }
 
     /// Sends what the OTLP exporter has not sent yet (no-op without one).

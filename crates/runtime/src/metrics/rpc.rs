@@ -1,4 +1,4 @@
-//! RPC metrics as a tower layer around every gRPC server: `rpc.server.duration` (ms) and
+//! RPC metrics as a tower layer around every gRPC server: `rpc.server.duration` (seconds) and
 //! `rpc.server.requests` by service, method and gRPC status code, and
 //! `rpc.server.active_requests` by service and method. A call counts as active from its
 //! request until its response body ends or is dropped, so a stream in progress (a RunCodeAct,
@@ -76,11 +76,12 @@ impl RpcMetricsLayer {
             inst: Arc::new(Instruments {
                 duration: meter
                     .f64_histogram("rpc.server.duration")
-                    .with_unit("ms")
+                    .with_unit("s")
                     .with_description("Duration of inbound RPCs, streams until their end")
+                    // 1 ms to 5 minutes: unary calls and whole CodeAct streams alike.
                     .with_boundaries(vec![
-                        1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
-                        5000.0, 10000.0, 30000.0, 60000.0, 300000.0,
+                        0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                        10.0, 30.0, 60.0, 300.0,
                     ])
                     .build(),
                 requests: meter
@@ -226,8 +227,8 @@ impl Call {
         }
         self.done = true;
         let attrs = &self.attrs.by_code[code.min(CODES - 1)];
-        let ms = self.start.elapsed().as_secs_f64() * 1000.0;
-        self.inst.duration.record(ms, attrs);
+        let seconds = self.start.elapsed().as_secs_f64();
+        self.inst.duration.record(seconds, attrs);
         self.inst.requests.add(1, attrs);
         self.inst.active.add(-1, &self.attrs.active);
     }
