@@ -3,7 +3,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::policy::AllowList;
+use droidmesh_netguard::AllowList;
 
 /// Largest step budget a request may ask for; larger values are lowered to it.
 pub const MAX_STEPS_CEILING: u32 = 100;

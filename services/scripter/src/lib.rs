@@ -9,11 +9,13 @@ pub mod config;
 pub mod error;
 mod functions;
 pub mod http;
-pub mod policy;
 mod result;
 mod run;
 pub mod service;
 pub mod workspace;
+
+/// The address policy, now droidmesh's address guard ([`droidmesh_netguard::policy`]).
+pub use droidmesh_netguard::policy;
 
 use std::sync::Arc;
 

@@ -2,15 +2,12 @@
 //! hop passes the address policy, a deadline per request, a cap on the body read and a budget
 //! of requests per run.
 //!
-//! Two clients share the work. Hosts on the allow list (with their port, when the entry names
-//! one) go through a client whose resolver resolves only allow-listed names; every other host
-//! goes through a client whose resolver drops refused addresses and refuses a name with none
-//! left. IP-literal URLs never reach a resolver and are checked here before any connection.
-//! No proxy is used, so the vetted address is the one connected to.
+//! The address policy is droidmesh's address guard ([`droidmesh_netguard`]): hosts on the
+//! allow list go through a client that resolves only allow-listed names; every other host
+//! through one whose resolver drops refused addresses; IP-literal URLs are checked before any
+//! connection. No proxy is used, so the vetted address is the one connected to.
 mod request;
-mod resolve;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -21,13 +18,11 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+pub use droidmesh_netguard::Refusal;
 pub use request::{HttpRequest, shown};
-pub use resolve::Refusal;
 
 use crate::config::HttpConfig;
-use crate::policy::{AllowList, Host, blocked};
-use request::check_scheme;
-use resolve::{PolicyResolver, chain, find_refusal};
+use droidmesh_netguard::{AllowList, Guard, check_scheme, read_capped};
 
 /// Requests one run may still send.
 #[derive(Debug)]
@@ -63,41 +58,25 @@ impl Budget {
 /// The HTTP clients and policy of one scripter service.
 #[derive(Debug, Clone)]
 pub struct Http {
-    vetted: reqwest::Client,
-    trusted: reqwest::Client,
-    allow: Arc<AllowList>,
+    guard: Guard,
     cfg: HttpConfig,
 }
 
 impl Http {
     pub fn new(cfg: &HttpConfig) -> Result<Self, String> {
-        droidmesh_llm::install_crypto_provider();
-        let allow = Arc::new(AllowList::new(&cfg.allow_hosts)?);
-        let client = |vet: bool| {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .dns_resolver(PolicyResolver {
-                    allow: Arc::clone(&allow),
-                    vet,
-                })
-                .user_agent(concat!("droidmesh-scripter/", env!("CARGO_PKG_VERSION")))
-                .pool_max_idle_per_host(4)
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| format!("cannot build the http client: {e}"))
-        };
+        let guard = Guard::new(
+            &cfg.allow_hosts,
+            concat!("droidmesh-scripter/", env!("CARGO_PKG_VERSION")),
+        )?;
         Ok(Self {
-            vetted: client(true)?,
-            trusted: client(false)?,
-            allow,
+            guard,
             cfg: cfg.clone(),
         })
     }
 
     /// The allow list in effect.
     pub fn allow_list(&self) -> &AllowList {
-        &self.allow
+        self.guard.allow_list()
     }
 
     /// Sends `req`, following redirects, and returns the response as the script sees it:
@@ -136,7 +115,7 @@ impl Http {
         };
         let mut hop = 0u32;
         loop {
-            let client = self.check(&url)?;
+            let client = self.guard.client_for(&url)?;
             budget.take()?;
             let span = tracing::info_span!(
                 "execute_tool",
@@ -171,7 +150,7 @@ impl Http {
                         "error.type",
                         if e.is_connect() { "connect" } else { "request" },
                     );
-                    return Err(self.describe(&url, &e));
+                    return Err(self.guard.describe(&url, &e));
                 }
                 Ok(Ok(r)) => r,
             };
@@ -234,55 +213,6 @@ impl Http {
             return Ok(out);
         }
     }
-
-    /// The client for this hop, or the refusal of its address.
-    fn check(&self, url: &Url) -> Result<&reqwest::Client, String> {
-        check_scheme(url)?;
-        let host = Host::parse(url.host_str().unwrap_or_default());
-        let port = url.port_or_known_default().unwrap_or(0);
-        if self.allow.allows(host, port) {
-            return Ok(&self.trusted);
-        }
-        if let Host::Ip(ip) = host
-            && let Some(kind) = blocked(ip)
-        {
-            return Err(self.refused(
-                url,
-                &Refusal {
-                    name: None,
-                    ip,
-                    kind,
-                },
-            ));
-        }
-        Ok(&self.vetted)
-    }
-
-    fn refused(&self, url: &Url, why: &Refusal) -> String {
-        format!(
-            "request to {} refused: {why}; allowed hosts: {}",
-            shown(url),
-            self.allow.describe()
-        )
-    }
-
-    fn describe(&self, url: &Url, e: &reqwest::Error) -> String {
-        if let Some(r) = find_refusal(e) {
-            return self.refused(url, r);
-        }
-        let what = if e.is_connect() {
-            "could not connect"
-        } else {
-            "failed"
-        };
-        // reqwest's own message names the full URL (query included); its causes do not.
-        let detail = std::error::Error::source(e).map(chain).unwrap_or_default();
-        if detail.is_empty() {
-            format!("request to {} {what}", shown(url))
-        } else {
-            format!("request to {} {what}: {detail}", shown(url))
-        }
-    }
 }
 
 /// Redirect statuses that are followed when they carry a Location.
@@ -306,32 +236,4 @@ fn header_map(headers: &reqwest::header::HeaderMap) -> Value {
         }
     }
     Value::Object(map)
-}
-
-/// The body, read chunk by chunk, refused as soon as it passes `cap`.
-async fn read_capped(resp: &mut reqwest::Response, url: &Url, cap: u64) -> Result<Vec<u8>, String> {
-    let too_large = |what: String| {
-        format!(
-            "the response from {} is larger than the limit of {cap} bytes ({what}); ask for less (a smaller page, a filter, a range)",
-            shown(url)
-        )
-    };
-    if let Some(len) = resp.content_length()
-        && len > cap
-    {
-        return Err(too_large(format!("content-length {len}")));
-    }
-    let mut out = Vec::new();
-    loop {
-        let chunk = resp.chunk().await.map_err(|e| {
-            let detail = std::error::Error::source(&e).map(chain).unwrap_or_default();
-            format!("reading the response from {} failed: {detail}", shown(url))
-        })?;
-        let Some(chunk) = chunk else { break };
-        if (out.len() + chunk.len()) as u64 > cap {
-            return Err(too_large(format!("more than {cap} bytes arrived")));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }

@@ -20,11 +20,7 @@ pub struct HttpRequest {
     pub binary: bool,
 }
 
-/// `scheme://host[:port]/path` of a URL: no credentials, query or fragment, which may hold
-/// secrets and are not needed to say what was refused.
-pub fn shown(url: &Url) -> String {
-    format!("{}{}", url.origin().ascii_serialization(), url.path())
-}
+pub use droidmesh_netguard::{check_scheme, shown};
 
 impl HttpRequest {
     /// Reads `{ url, method?, headers?, body?, json?, timeout_ms?, binary? }`.
@@ -98,17 +94,6 @@ impl HttpRequest {
             timeout,
             binary,
         })
-    }
-}
-
-/// Only http and https leave the sandbox.
-pub fn check_scheme(url: &Url) -> Result<(), String> {
-    match url.scheme() {
-        "http" | "https" if url.host_str().is_some() => Ok(()),
-        "http" | "https" => Err(format!("`{}` has no host", shown(url))),
-        other => Err(format!(
-            "the {other}: scheme is not allowed; only http and https URLs can be fetched"
-        )),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Where the scripter's HTTP may connect: addresses that reach the host itself, private
+//! Where droidmesh's outgoing HTTP may connect: addresses that reach the host itself, private
 //! networks, link-local and cloud metadata services are refused, unless the operator put the
 //! host on the allow list. The check applies to the addresses a connection would actually use
 //! (after DNS resolution, on every redirect hop), never to the text of a URL alone.
