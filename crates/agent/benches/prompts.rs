@@ -92,6 +92,7 @@ fn main() {
     let set = PromptSet::embedded().unwrap();
     let system = CodeActSystem {
         tool_signatures: js_signatures(device_tools()),
+        custom_tool_signatures: String::new(),
         vision: true,
         secret_ids: vec!["mail_password".into()],
         app_card: Some("Wi-Fi lives under Network & internet.".into()),

@@ -7,6 +7,9 @@
 //! names are the tool names and parameter names of this table ([`json_actions`],
 //! [`ToolSpec::args_in_order`]). Each entry carries its [`Tool`], the enum executors dispatch
 //! on, so a name is resolved once ([`find`]) and never matched as a string again.
+//!
+//! Tools the operator defines in config are not in the table (their names are known only at
+//! start): [`custom`] renders them for the CodeAct prompt from their JSON Schemas.
 
 use std::{fmt::Write as _, sync::LazyLock};
 
@@ -394,7 +397,10 @@ pub fn json_actions(tools: &[ToolSpec]) -> String {
     out
 }
 
+pub mod custom;
 mod table;
+
+pub use custom::{CustomToolSpec, custom_signatures};
 
 #[cfg(test)]
 #[path = "tools_tests.rs"]

@@ -6,7 +6,9 @@ use droidmesh_agent::{
         ProducedFile, Prompt, PromptSet, ScripterFile, ScripterSystem, ScripterUser,
         StructuredOutputSystem, TextManipulatorErrorCorrection, TextManipulatorSystem,
     },
-    tools::{ATOMIC_ACTIONS, js_signatures, json_actions, select},
+    tools::{
+        ATOMIC_ACTIONS, CustomToolSpec, custom_signatures, js_signatures, json_actions, select,
+    },
 };
 
 use crate::fixtures;
@@ -31,6 +33,18 @@ fn weather_schema() -> String {
 fn codeact_system_full() {
     insta::assert_snapshot!(render(&CodeActSystem {
         tool_signatures: js_signatures(&select::<&str>(&[]).unwrap()),
+        custom_tool_signatures: custom_signatures(&[CustomToolSpec {
+            name: "weather".into(),
+            description: "The weather now in a city.".into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "the city's name"},
+                    "units": {"enum": ["metric", "imperial"]}
+                },
+                "required": ["city"]
+            }),
+        }]),
         vision: true,
         secret_ids: vec!["mail_password".into(), "card_pin".into()],
         app_card: Some("In Settings, Wi-Fi lives under \"Network & internet\".".into()),

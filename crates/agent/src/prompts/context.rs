@@ -169,6 +169,9 @@ pub struct ActionRecord {
 pub struct CodeActSystem {
     /// [`crate::tools::js_signatures`] of the tools the task allows.
     pub tool_signatures: String,
+    /// [`crate::tools::custom_signatures`] of the operator's tools the task allows (the
+    /// executor's `[executor.tools.<name>]`); empty when there are none.
+    pub custom_tool_signatures: String,
     /// Whether a screenshot comes with each step.
     pub vision: bool,
     /// Ids of the secrets `type_secret` may type; never their values.

@@ -222,6 +222,7 @@ impl Run {
         });
         let system = CodeActSystem {
             tool_signatures: agent_tools::js_signatures(&tools),
+            custom_tool_signatures: String::new(),
             vision: self.start.vision,
             secret_ids: self.start.secret_ids.clone(),
             app_card: Some(self.start.app_card.clone()).filter(|s| !s.trim().is_empty()),
