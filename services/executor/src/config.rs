@@ -1,5 +1,9 @@
 //! The executor's settings (`[executor]` in droidmesh.toml).
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
+
+use crate::custom_tools::ToolConfig;
 
 /// The setting that lists the device services a request may name.
 pub const DEVICE_ENDPOINTS: &str = "executor.device_endpoints";
@@ -45,6 +49,10 @@ pub struct ExecutorConfig {
     /// Longest a start keeps its place: a slow first read delays the starts queued behind it
     /// by at most this.
     pub start_hold_ms: u64,
+    /// Tools the operator defines, by name (`[executor.tools.<name>]`): webhooks and
+    /// JavaScript functions CodeAct scripts call next to the device tools
+    /// ([`crate::custom_tools`]).
+    pub tools: BTreeMap<String, ToolConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -64,6 +72,7 @@ impl Default for ExecutorConfig {
             device_endpoints: Vec::new(),
             start_places: None,
             start_hold_ms: 20,
+            tools: BTreeMap::new(),
         }
     }
 }
@@ -127,6 +136,7 @@ impl ExecutorConfig {
         if let Err(e) = droidmesh_app_cards::AppCards::new(&self.app_cards) {
             problems.push(format!("executor.{e}"));
         }
+        problems.extend(crate::custom_tools::config::problems(&self.tools));
         problems
     }
 

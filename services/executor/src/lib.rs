@@ -13,9 +13,14 @@
 //! environment and a directory of files) for the ids a request lists; a request naming one the
 //! executor lacks is refused at its start; a value never reaches a prompt, an event, a result,
 //! an error or a span.
+//!
+//! Tools the operator defines in config (`[executor.tools.<name>]`: webhooks, JavaScript
+//! functions) are CodeAct functions too ([`custom_tools`]), their arguments checked against a
+//! JSON Schema before a call.
 pub mod admission;
 pub mod codeact;
 pub mod config;
+pub mod custom_tools;
 pub mod device_tools;
 pub mod error;
 pub mod foreground;
@@ -82,12 +87,15 @@ pub fn executor_service(
     ));
     let cards =
         droidmesh_app_cards::AppCards::new(&cfg.app_cards).map_err(|e| format!("executor.{e}"))?;
+    let secrets: Secrets = secrets.into();
+    let custom = custom_tools::CustomTools::new(&cfg.tools, &secrets)?;
     Ok(ExecutorServiceServer::new(Executor {
         cards,
+        custom,
         cfg,
         llm,
         prompts: Arc::new(prompts),
-        secrets: secrets.into(),
+        secrets,
         foreground: Arc::default(),
         admission,
         devices: Arc::new(devices),

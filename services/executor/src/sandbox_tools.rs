@@ -1,10 +1,12 @@
 //! CodeAct's sandbox functions: one per entry of the agent crate's tool table (so prompt and
 //! sandbox cannot disagree), each reporting a ToolCall and a ToolResult event around the
-//! shared async dispatcher ([`ToolCtx::dispatch`]).
+//! shared async dispatcher ([`ToolCtx::dispatch`]); and one per operator-defined tool
+//! ([`crate::custom_tools`]), reported the same way around its call.
 //!
 //! Host functions run on the sandbox's own thread, which is not a runtime thread; the blocking
 //! adapter there `block_on`s the async call through the runtime handle. Async code calls
 //! [`SandboxTools::call`] (or the dispatcher) directly and never blocks.
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -12,12 +14,13 @@ use std::time::Instant;
 use droidmesh_agent::loops::{ACTIONS_PER_STEP, Action};
 use droidmesh_agent::tools::{Tool, ToolSpec};
 use droidmesh_proto::v1::{ActionResult, AgentEvent, ToolCall, ToolResult, agent_event};
-use droidmesh_sandbox::{HostFunction, ParamSpec};
+use droidmesh_sandbox::{HostFunction, ParamSpec, ParamType};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tonic::Status;
 use tracing::Instrument as _;
 
+use crate::custom_tools::CustomTool;
 use crate::device_tools::ToolCtx;
 use crate::spans::{self, ToolCallTags};
 
@@ -36,6 +39,8 @@ pub struct SandboxTools {
     /// The calls that acted on the screen since the last [`SandboxTools::take_actions`], in
     /// order (at most the loop guard's `ACTIONS_PER_STEP`).
     actions: Mutex<Vec<Action>>,
+    /// Calls made so far of each operator-defined tool, by name (at most one entry per tool).
+    custom_calls: Mutex<HashMap<String, u32>>,
 }
 
 impl SandboxTools {
@@ -50,6 +55,7 @@ impl SandboxTools {
             task_id: String::new(),
             step: AtomicU32::new(0),
             actions: Mutex::default(),
+            custom_calls: Mutex::default(),
         }
     }
 
@@ -106,14 +112,9 @@ impl SandboxTools {
         }))
         .await;
         let started = Instant::now();
-        let step = self.step.load(Ordering::Relaxed);
-        let tags = ToolCallTags {
-            task_id: &self.task_id,
-            serial: self.ctx.serial(),
-            step: (step > 0).then_some(step),
-            call_id: Some(call_id),
-        };
-        let span = self.span.in_scope(|| spans::execute_tool(name, &tags));
+        let span = self
+            .span
+            .in_scope(|| spans::execute_tool(name, &self.tags(call_id)));
         let done = self
             .ctx
             .dispatch(tool, &args)
@@ -158,6 +159,99 @@ impl SandboxTools {
         }
     }
 
+    /// The span labels of the call `call_id` made now.
+    fn tags(&self, call_id: u32) -> ToolCallTags<'_> {
+        let step = self.step.load(Ordering::Relaxed);
+        ToolCallTags {
+            task_id: &self.task_id,
+            serial: self.ctx.serial(),
+            step: (step > 0).then_some(step),
+            call_id: Some(call_id),
+        }
+    }
+
+    /// Runs one call of an operator-defined tool: a ToolCall event, then under its own span
+    /// the arguments checked against the tool's schema, the run's budget of calls to it, and
+    /// the call; then a ToolResult event. The script gets the answer, or what went wrong as a
+    /// thrown error (nothing is sent when the arguments do not fit or the budget is spent).
+    pub async fn call_custom(&self, tool: &CustomTool, args: Value) -> Result<Value, String> {
+        let name = tool.name();
+        let call_id = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        // Left out, the argument object is empty.
+        let args = if args.is_null() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            args
+        };
+        self.emit(agent_event::Kind::ToolCall(ToolCall {
+            agent: "codeact".into(),
+            tool: name.into(),
+            arguments_json: args.to_string(),
+            call_id,
+        }))
+        .await;
+        let started = Instant::now();
+        let span = self
+            .span
+            .in_scope(|| spans::execute_custom_tool(name, tool.tool_type(), &self.tags(call_id)));
+        let done = async {
+            tool.check(&args).map_err(|e| ("invalid_arguments", e))?;
+            self.take_custom_call(tool).map_err(|e| ("call_limit", e))?;
+            tool.run(&args).await.map_err(|e| ("tool_failed", e))
+        }
+        .instrument(span.clone())
+        .await;
+        let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let (result, value) = match done {
+            Ok((value, summary)) => (
+                ActionResult {
+                    success: true,
+                    action_taken: format!("{name}: {summary}"),
+                    method_used: "codeact".into(),
+                    confidence: 1.0,
+                    duration_us,
+                    ..ActionResult::default()
+                },
+                Ok(value),
+            ),
+            Err((kind, e)) => {
+                spans::failed(&span, kind);
+                (
+                    ActionResult {
+                        success: false,
+                        action_taken: format!("{name} failed"),
+                        method_used: "codeact".into(),
+                        error: Some(e.clone()),
+                        duration_us,
+                        ..ActionResult::default()
+                    },
+                    Err(e),
+                )
+            }
+        };
+        self.emit(agent_event::Kind::ToolResult(ToolResult {
+            agent: "codeact".into(),
+            tool: name.into(),
+            call_id,
+            result: Some(result),
+        }))
+        .await;
+        value
+    }
+
+    /// Counts one call of `tool`, or says its budget for the run is spent.
+    fn take_custom_call(&self, tool: &CustomTool) -> Result<(), String> {
+        let mut calls = self.custom_calls.lock().unwrap_or_else(|p| p.into_inner());
+        let made = calls.entry(tool.name().to_owned()).or_insert(0);
+        if *made >= tool.max_calls() {
+            return Err(format!(
+                "called {made} times in this task, its limit; work with the answers you have"
+            ));
+        }
+        *made += 1;
+        Ok(())
+    }
+
     /// The blocking adapter for the sandbox's thread.
     fn call_blocking(&self, tool: Tool, args: Vec<Value>) -> Result<Value, String> {
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -168,6 +262,46 @@ impl SandboxTools {
         }
         self.rt.block_on(self.call(tool, args))
     }
+}
+
+/// The blocking adapter of operator-defined tools, for the sandbox's thread.
+fn call_custom_blocking(
+    bridge: &SandboxTools,
+    tool: &CustomTool,
+    args: Vec<Value>,
+) -> Result<Value, String> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(format!(
+            "{} was called from an async worker; tools block only on the sandbox's thread",
+            tool.name()
+        ));
+    }
+    let args = args.into_iter().next().unwrap_or(Value::Null);
+    bridge.rt.block_on(bridge.call_custom(tool, args))
+}
+
+/// The sandbox functions of operator-defined tools, bound to `bridge`: each takes one object
+/// of named arguments (required when the tool's schema requires a property).
+pub fn custom_host_functions(
+    tools: &[Arc<CustomTool>],
+    bridge: &Arc<SandboxTools>,
+) -> Vec<HostFunction> {
+    tools
+        .iter()
+        .map(|tool| {
+            let spec = tool.spec();
+            let param = if spec.args_required() {
+                ParamSpec::required("args", ParamType::Object, "the named arguments")
+            } else {
+                ParamSpec::optional("args", ParamType::Object, "the named arguments")
+            };
+            let (bridge, tool) = (bridge.clone(), tool.clone());
+            HostFunction::new(spec.name.clone(), spec.description.clone(), move |args| {
+                call_custom_blocking(&bridge, &tool, args)
+            })
+            .param(param)
+        })
+        .collect()
 }
 
 /// The sandbox functions for `tools`, bound to `bridge`.

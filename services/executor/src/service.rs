@@ -49,6 +49,8 @@ pub struct Executor {
     pub(crate) admission: Arc<crate::admission::StartAdmission>,
     /// The app cards CodeAct steps get ([`droidmesh_app_cards`]).
     pub(crate) cards: droidmesh_app_cards::AppCards,
+    /// The operator's tools ([`crate::custom_tools`]).
+    pub(crate) custom: crate::custom_tools::CustomTools,
 }
 
 #[tonic::async_trait]
@@ -207,6 +209,7 @@ impl Executor {
             foreground: self.foreground.clone(),
             admission: self.admission.clone(),
             cards: self.cards.clone(),
+            custom: self.custom.clone(),
         };
         tracing::info!(%task, "codeact run started");
         // The run keeps this RPC's trace: its device calls are children of the gateway's task.

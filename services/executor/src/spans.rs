@@ -44,6 +44,33 @@ pub fn execute_tool(tool: &str, tags: &ToolCallTags<'_>) -> tracing::Span {
     )
 }
 
+/// One call of an operator-defined tool ([`crate::custom_tools`]): `gen_ai.tool.type` is
+/// `extension` for a webhook, `function` for a JavaScript function. A webhook records the
+/// request's `http.request.method`, `server.address`, `server.port` and
+/// `http.response.status_code` on it.
+pub fn execute_custom_tool(
+    tool: &str,
+    tool_type: &'static str,
+    tags: &ToolCallTags<'_>,
+) -> tracing::Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = %format!("execute_tool {tool}"),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        gen_ai.tool.type = tool_type,
+        gen_ai.tool.call.id = tags.call_id.map(tracing::field::display),
+        droidmesh.task.id = %tags.task_id,
+        droidmesh.device.serial = non_empty(tags.serial),
+        droidmesh.step = tags.step,
+        http.request.method = tracing::field::Empty,
+        server.address = tracing::field::Empty,
+        server.port = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
 /// Records a failure on `span` (`error.type` is low-cardinality: a kind, not a message).
 pub fn failed(span: &tracing::Span, kind: &'static str) {
     span.record("error.type", kind);

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod cards;
 mod codeact;
+mod custom_tools;
 mod echo;
 mod endpoints;
 mod loops;

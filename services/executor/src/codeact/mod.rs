@@ -31,7 +31,7 @@ use crate::config::ExecutorConfig;
 use crate::device_tools::ToolCtx;
 use crate::foreground::{BackgroundSession, Foreground};
 use crate::observe::{Observed, observe};
-use crate::sandbox_tools::{SandboxTools, host_functions};
+use crate::sandbox_tools::{SandboxTools, custom_host_functions, host_functions};
 use droidmesh_runtime::device::DeviceLink;
 
 mod ask;
@@ -57,6 +57,8 @@ pub struct Run {
     pub admission: Arc<StartAdmission>,
     /// The app cards each step's prompt gets.
     pub cards: droidmesh_app_cards::AppCards,
+    /// The operator's tools the task may call besides the device tools.
+    pub custom: crate::custom_tools::CustomTools,
 }
 
 const AGENT: &str = "codeact";
@@ -196,8 +198,10 @@ impl Run {
             return Err("the start message has no device lease".into());
         };
         let serial = lease.serial.clone();
-        let tools =
-            agent_tools::select(&self.start.tools).map_err(|e| format!("bad tool list: {e}"))?;
+        let (tools, custom) = self
+            .custom
+            .select(&self.start.tools)
+            .map_err(|e| format!("bad tool list: {e}"))?;
         let secrets = self.secrets.clone();
         let bridge = Arc::new(
             SandboxTools::new(
@@ -215,6 +219,9 @@ impl Run {
         for f in host_functions(&tools, &bridge) {
             caps = caps.function(f);
         }
+        for f in custom_host_functions(&custom, &bridge) {
+            caps = caps.function(f);
+        }
         let session = BackgroundSession::new(self.foreground.clone(), async move {
             Session::start(limits, caps)
                 .await
@@ -222,7 +229,9 @@ impl Run {
         });
         let system = CodeActSystem {
             tool_signatures: agent_tools::js_signatures(&tools),
-            custom_tool_signatures: String::new(),
+            custom_tool_signatures: agent_tools::custom_signatures(
+                &custom.iter().map(|t| t.spec().clone()).collect::<Vec<_>>(),
+            ),
             vision: self.start.vision,
             secret_ids: self.start.secret_ids.clone(),
             app_card: Some(self.start.app_card.clone()).filter(|s| !s.trim().is_empty()),

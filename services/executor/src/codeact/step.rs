@@ -128,7 +128,7 @@ fn script_failure(e: &ScriptError) -> (String, String) {
     let user = match e.kind {
         ErrorKind::Syntax => format!("the model's code does not parse{at}: {}", e.message),
         ErrorKind::Runtime => format!("the model's code failed{at}: {}", e.message),
-        ErrorKind::Host => format!("a device tool failed{at}: {}", e.message),
+        ErrorKind::Host => format!("a tool failed{at}: {}", e.message),
         ErrorKind::Timeout => format!("the model's code was stopped: {}", e.message),
         ErrorKind::Memory => "the model's code ran out of memory and was stopped".to_owned(),
         ErrorKind::Stack => "the model's code recursed too deeply and was stopped".to_owned(),
