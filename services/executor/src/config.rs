@@ -136,7 +136,10 @@ impl ExecutorConfig {
         if let Err(e) = droidmesh_app_cards::AppCards::new(&self.app_cards) {
             problems.push(format!("executor.{e}"));
         }
-        problems.extend(crate::custom_tools::config::problems(&self.tools));
+        problems.extend(crate::custom_tools::config::problems(
+            &self.tools,
+            self.step_timeout_ms,
+        ));
         problems
     }
 

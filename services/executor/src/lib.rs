@@ -88,7 +88,7 @@ pub fn executor_service(
     let cards =
         droidmesh_app_cards::AppCards::new(&cfg.app_cards).map_err(|e| format!("executor.{e}"))?;
     let secrets: Secrets = secrets.into();
-    let custom = custom_tools::CustomTools::new(&cfg.tools, &secrets)?;
+    let custom = custom_tools::CustomTools::new(&cfg.tools, cfg.step_timeout_ms, &secrets)?;
     Ok(ExecutorServiceServer::new(Executor {
         cards,
         custom,

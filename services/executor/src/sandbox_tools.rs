@@ -304,6 +304,55 @@ pub fn custom_host_functions(
         .collect()
 }
 
+/// Sandbox functions for the tools a task's list leaves out (device tools and operator
+/// tools): each throws, naming the task's tools, and does nothing else. Without them a call
+/// would read as a mistyped name (`tap is not defined`).
+pub fn refused_host_functions(
+    granted: &[ToolSpec],
+    granted_custom: &[Arc<CustomTool>],
+    all_custom: &[Arc<CustomTool>],
+) -> Vec<HostFunction> {
+    let names: Vec<&str> = granted
+        .iter()
+        .map(|t| t.name)
+        .chain(granted_custom.iter().map(|t| t.name()))
+        .collect();
+    let listed = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    };
+    let why = format!("not one of this task's tools (they are: {listed}); nothing was done");
+    let refuse = |name: &str, params: Vec<ParamSpec>| {
+        let why = why.clone();
+        let mut f = HostFunction::new(name, "not granted to this task", move |_| Err(why.clone()));
+        f.params = params;
+        f
+    };
+    let device = droidmesh_agent::tools::device_tools()
+        .iter()
+        .filter(|t| !names.contains(&t.name))
+        .map(|t| {
+            // Any arguments are taken, so the refusal is what the script reads.
+            let params = t
+                .params
+                .iter()
+                .map(|p| ParamSpec::optional(p.name, ParamType::Any, ""))
+                .collect();
+            refuse(t.name, params)
+        });
+    let custom = all_custom
+        .iter()
+        .filter(|t| !names.contains(&t.name()))
+        .map(|t| {
+            refuse(
+                t.name(),
+                vec![ParamSpec::optional("args", ParamType::Any, "")],
+            )
+        });
+    device.chain(custom).collect()
+}
+
 /// The sandbox functions for `tools`, bound to `bridge`.
 pub fn host_functions(tools: &[ToolSpec], bridge: &Arc<SandboxTools>) -> Vec<HostFunction> {
     tools

@@ -304,3 +304,53 @@ js = "function (args) { throw new Error('no such city') }"
         [true, false, true, false]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_outside_the_task_s_list_throws_a_clear_error_and_nothing_is_done() {
+    let hook = Hook::start().await;
+    let url = format!("http://127.0.0.1:{}/weather", hook.port);
+    let mut text = weather_tool(&url, r#"allow_hosts = ["127.0.0.1"]"#);
+    text.push_str(
+        "\n[tools.add]\ndescription = \"Adds two numbers.\"\njs = \"(args) => ({ sum: args.a + args.b })\"\n",
+    );
+    let secrets = HashMap::from([("weather_token".to_owned(), TOKEN.to_owned())]);
+    let rig = rig_full(
+        vec![
+            reply(
+                "```js\ntry { tap(0) } catch (e) { console.log('tap: ' + e.message) }\ntry { weather({ city: 'Oslo' }) } catch (e) { console.log('weather: ' + e.message) }\nconsole.log('add ' + add({ a: 1, b: 2 }).sum)\n```",
+            ),
+            reply("```js\ncomplete(true, '3')\n```"),
+        ],
+        config(&text),
+        secrets,
+    )
+    .await;
+    let events = crate::codeact::run_with(&rig, "Add 1 and 2", 5, None, |start| {
+        start.tools = vec!["complete".into(), "add".into()];
+    })
+    .await;
+    assert!(finished(&events).success);
+    // The tools the prompt lists (its example, further down, taps).
+    let system = prompt(&rig, 0, 0);
+    let listed = system.split("## Finishing").next().unwrap();
+    assert!(
+        listed.contains("add(args?: {}): any")
+            && !listed.contains("weather(")
+            && !listed.contains("tap("),
+        "{listed}"
+    );
+    let step2 = prompt(&rig, 1, 1);
+    for tool in ["tap", "weather"] {
+        assert!(
+            step2.contains(&format!(
+                "{tool}: {tool}: not one of this task's tools (they are: complete, add); nothing was done"
+            )),
+            "{step2}"
+        );
+        assert!(calls(&events, tool).is_empty());
+    }
+    assert!(step2.contains("add 3"), "{step2}");
+    // Nothing reached the service, and the phone still shows the launcher tap(0) would have left.
+    assert!(hook.seen().is_empty());
+    assert!(step2.contains("app: com.android.launcher3"), "{step2}");
+}

@@ -31,7 +31,9 @@ use crate::config::ExecutorConfig;
 use crate::device_tools::ToolCtx;
 use crate::foreground::{BackgroundSession, Foreground};
 use crate::observe::{Observed, observe};
-use crate::sandbox_tools::{SandboxTools, custom_host_functions, host_functions};
+use crate::sandbox_tools::{
+    SandboxTools, custom_host_functions, host_functions, refused_host_functions,
+};
 use droidmesh_runtime::device::DeviceLink;
 
 mod ask;
@@ -220,6 +222,9 @@ impl Run {
             caps = caps.function(f);
         }
         for f in custom_host_functions(&custom, &bridge) {
+            caps = caps.function(f);
+        }
+        for f in refused_host_functions(&tools, &custom, self.custom.all()) {
             caps = caps.function(f);
         }
         let session = BackgroundSession::new(self.foreground.clone(), async move {

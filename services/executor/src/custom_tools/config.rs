@@ -31,8 +31,10 @@ pub struct ToolConfig {
     #[serde(default)]
     pub js: Option<String>,
     /// Longest a call may take: the webhook's request and response, or the function's run.
-    #[serde(default = "default_timeout_ms")]
-    pub timeout_ms: u64,
+    /// At most `executor.step_timeout_ms` (a call holds the step's script until it ends);
+    /// unset: 10 s, or the step's timeout when that is shorter.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
     /// Calls one task may make (a refused call does not count).
     #[serde(default = "default_max_calls")]
     pub max_calls_per_run: u32,
@@ -63,8 +65,15 @@ pub struct WebhookConfig {
     pub max_response_bytes: u64,
 }
 
-fn default_timeout_ms() -> u64 {
-    10_000
+/// A call's timeout when the tool sets none (or the step's, when shorter).
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+impl ToolConfig {
+    /// The call timeout in effect under a step timeout of `step_timeout_ms`.
+    pub fn timeout_ms(&self, step_timeout_ms: u64) -> u64 {
+        self.timeout_ms
+            .unwrap_or_else(|| DEFAULT_TIMEOUT_MS.min(step_timeout_ms))
+    }
 }
 
 fn default_max_calls() -> u32 {
@@ -81,8 +90,6 @@ fn default_max_response_bytes() -> u64 {
 
 /// Largest `max_response_bytes`: an answer is held in memory and handed to the script.
 pub const MAX_RESPONSE_CEILING: u64 = 16 * 1024 * 1024;
-/// Longest `timeout_ms`.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
 /// Names a tool cannot take: the sandbox's own globals and JavaScript's reserved words.
 const RESERVED: &[&str] = &[
@@ -146,8 +153,9 @@ const RESERVED: &[&str] = &[
 /// The methods a webhook may use.
 pub const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/// Every problem with the tools, each naming its key; empty when they are fine.
-pub fn problems(tools: &BTreeMap<String, ToolConfig>) -> Vec<String> {
+/// Every problem with the tools, each naming its key; empty when they are fine. A call may
+/// take up to `step_timeout_ms`.
+pub fn problems(tools: &BTreeMap<String, ToolConfig>, step_timeout_ms: u64) -> Vec<String> {
     let mut problems = Vec::new();
     for (name, tool) in tools {
         let key = format!("executor.tools.{name}");
@@ -162,10 +170,12 @@ pub fn problems(tools: &BTreeMap<String, ToolConfig>) -> Vec<String> {
         if let Err(why) = parameters(tool.parameters.as_ref()) {
             problems.push(format!("{key}.parameters {why}"));
         }
-        if !(10..=MAX_TIMEOUT_MS).contains(&tool.timeout_ms) {
+        if let Some(ms) = tool.timeout_ms
+            && !(10..=step_timeout_ms).contains(&ms)
+        {
+            // A call blocks the step's script, which cannot be stopped until it returns.
             problems.push(format!(
-                "{key}.timeout_ms must be between 10 and {MAX_TIMEOUT_MS}, got {}",
-                tool.timeout_ms
+                "{key}.timeout_ms must be between 10 and executor.step_timeout_ms ({step_timeout_ms}), got {ms}: a call holds the step's script until it ends"
             ));
         }
         if tool.max_calls_per_run == 0 {

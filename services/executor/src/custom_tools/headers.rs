@@ -105,6 +105,13 @@ pub fn fill(templates: &[HeaderTemplate], secrets: &Secrets) -> Result<Filled, S
                     })?;
                     let secret = found.into_values().next().unwrap_or_default();
                     if !secret.is_empty() {
+                        // As written in a JSON string too, where `"`, `\` and controls are
+                        // escaped.
+                        let escaped = serde_json::to_string(&secret).unwrap_or_default();
+                        let escaped = escaped.trim_matches('"');
+                        if escaped != secret {
+                            filled.secrets.push(escaped.to_owned());
+                        }
                         filled.secrets.push(secret.clone());
                     }
                     value.push_str(&secret);
@@ -157,6 +164,13 @@ mod tests {
         assert_eq!(
             redact("got Bearer s3cr3t twice: s3cr3t", &filled.secrets),
             "got Bearer [REDACTED] twice: [REDACTED]"
+        );
+        let quoted = Secrets::from(HashMap::from([("q".to_owned(), "a\"b".to_owned())]));
+        let t = HeaderTemplate::parse("X-Key", "{secret:q}").unwrap();
+        let filled_q = fill(&[t], &quoted).unwrap();
+        assert_eq!(
+            redact(r#"{"echo": "a\"b"} a"b"#, &filled_q.secrets),
+            r#"{"echo": "[REDACTED]"} [REDACTED]"#
         );
         let other = HeaderTemplate::parse("X-Key", "{secret:other}").unwrap();
         let e = fill(&[other], &secrets).unwrap_err();

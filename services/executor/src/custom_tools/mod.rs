@@ -137,10 +137,14 @@ impl CustomTool {
 pub struct CustomTools(Arc<Vec<Arc<CustomTool>>>);
 
 impl CustomTools {
-    /// Builds the tools of a checked config (`ExecutorConfig::problems` found nothing). A
-    /// secret a webhook's header names must be held by `secrets` now: an executor does not
-    /// start without the secrets its tools need.
-    pub fn new(tools: &BTreeMap<String, ToolConfig>, secrets: &Secrets) -> Result<Self, String> {
+    /// Builds the tools of a checked config (`ExecutorConfig::problems` found nothing), for
+    /// steps of `step_timeout_ms`. A secret a webhook's header names must be held by
+    /// `secrets` now: an executor does not start without the secrets its tools need.
+    pub fn new(
+        tools: &BTreeMap<String, ToolConfig>,
+        step_timeout_ms: u64,
+        secrets: &Secrets,
+    ) -> Result<Self, String> {
         let mut built = Vec::with_capacity(tools.len());
         for (name, cfg) in tools {
             let key = format!("executor.tools.{name}");
@@ -171,7 +175,7 @@ impl CustomTools {
                 },
                 schema,
                 kind,
-                timeout: Duration::from_millis(cfg.timeout_ms),
+                timeout: Duration::from_millis(cfg.timeout_ms(step_timeout_ms)),
                 max_calls: cfg.max_calls_per_run,
                 secrets: secrets.clone(),
             }));

@@ -58,6 +58,11 @@ parameters = "{not json"
 [tools.notafunction]
 description = "a number"
 js = "42"
+
+[tools.slow]
+description = "longer than a step"
+js = "(a) => 1"
+timeout_ms = 70000
 "#,
         ),
         ..ExecutorConfig::default()
@@ -74,7 +79,7 @@ js = "42"
         "executor.tools.typeof: the name `typeof` is reserved",
         "executor.tools.weather.description is empty",
         "executor.tools.weather.parameters does not compile",
-        "executor.tools.weather.timeout_ms must be between 10 and 600000, got 0",
+        "executor.tools.weather.timeout_ms must be between 10 and executor.step_timeout_ms (60000), got 0",
         "executor.tools.weather.max_calls_per_run must be at least 1, got 0",
         "executor.tools.weather.webhook.url: the ftp: scheme is not allowed",
         "executor.tools.weather.webhook.method must be one of GET, POST, PUT, PATCH, DELETE, got `TRACE`",
@@ -82,6 +87,7 @@ js = "42"
         "executor.tools.weather.webhook.headers.Bad Name is not a valid header name",
         "executor.tools.weather.webhook.allow_hosts entry `http://x`",
         "executor.tools.weather.webhook.max_response_bytes must be between 1 and 16777216, got 0",
+        "executor.tools.slow.timeout_ms must be between 10 and executor.step_timeout_ms (60000), got 70000",
     ];
     for want in expected {
         assert!(
@@ -108,19 +114,20 @@ fn a_webhook_naming_a_secret_the_executor_lacks_does_not_start() {
     let cfg = tools(
         "[tools.weather]\ndescription = \"d\"\nwebhook = { url = \"https://weather.example/\", headers = { Authorization = \"Bearer {secret:weather_token}\" } }\n",
     );
-    let e = CustomTools::new(&cfg, &Secrets::from(HashMap::new())).unwrap_err();
+    let e = CustomTools::new(&cfg, 60_000, &Secrets::from(HashMap::new())).unwrap_err();
     assert_eq!(
         e,
         "executor.tools.weather.webhook.headers names the secret `weather_token`, which this executor does not hold: set the environment variable DROIDMESH_SECRET_WEATHER_TOKEN or put a file named `weather_token` in the `[secrets] dir`"
     );
     let held = Secrets::from(HashMap::from([("weather_token".into(), TOKEN.into())]));
-    assert!(CustomTools::new(&cfg, &held).is_ok());
+    assert!(CustomTools::new(&cfg, 60_000, &held).is_ok());
 }
 
 #[test]
 fn a_task_s_tool_list_grants_tools_of_both_kinds() {
     let custom = CustomTools::new(
         &tools("[tools.add]\ndescription = \"d\"\njs = \"(a) => 1\"\n[tools.sub]\ndescription = \"d\"\njs = \"(a) => 2\"\n"),
+        60_000,
         &Secrets::from(HashMap::new()),
     )
     .unwrap();
@@ -229,6 +236,7 @@ async fn each_call_is_an_execute_tool_span_and_two_events_without_the_secret() {
         &tools(&format!(
             "[tools.weather]\ndescription = \"d\"\nparameters = {{ type = \"object\", properties = {{ city = {{ type = \"string\" }} }}, required = [\"city\"] }}\nwebhook = {{ url = \"http://127.0.0.1:{port}/now\", headers = {{ Authorization = \"Bearer {{secret:weather_token}}\" }}, allow_hosts = [\"127.0.0.1\"] }}\n"
         )),
+        60_000,
         &Secrets::from(HashMap::from([("weather_token".into(), TOKEN.into())])),
     )
     .unwrap();
