@@ -251,7 +251,7 @@ async fn one_task_moves_the_metrics_of_up() {
     assert!(
         total(
             &after,
-            "droidmesh_adb_command_duration_milliseconds",
+            "droidmesh_adb_command_duration_seconds",
             &[("device_serial", serial.as_str())]
         ) >= 2.0,
         "the task read the screen and opened an app on {serial}"

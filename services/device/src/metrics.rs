@@ -1,5 +1,5 @@
 //! Device metrics: `droidmesh.device.leases`, the leases held now (unexpired, read from every
-//! device service of the process when collected), and `droidmesh.adb.command.duration` (ms)
+//! device service of the process when collected), and `droidmesh.adb.command.duration` (s)
 //! per device. Serials come from devices that attach, so at most [`MAX_SERIALS`] distinct ones
 //! get their own `device.serial` label; the rest read `other`.
 use crate::error::DeviceError;
@@ -36,11 +36,11 @@ fn instruments() -> &'static Instruments {
         Instruments {
             adb: meter
                 .f64_histogram("droidmesh.adb.command.duration")
-                .with_unit("ms")
+                .with_unit("s")
                 .with_description("ADB shell commands, from sending to the last byte read")
                 .with_boundaries(vec![
-                    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
-                    10000.0, 30000.0,
+                    0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                    30.0,
                 ])
                 .build(),
             _leases: meter
@@ -90,10 +90,10 @@ pub fn serial_label(serial: &str) -> KeyValue {
 
 /// Records one ADB command on the device labelled `serial`.
 pub fn adb_command(serial: &KeyValue, took: Duration, error: Option<&DeviceError>) {
-    let ms = took.as_secs_f64() * 1000.0;
+    let secs = took.as_secs_f64();
     let inst = instruments();
     match error {
-        None => inst.adb.record(ms, std::slice::from_ref(serial)),
+        None => inst.adb.record(secs, std::slice::from_ref(serial)),
         Some(e) => {
             let kind = match e {
                 DeviceError::Timeout { .. } => "timeout",
@@ -102,7 +102,7 @@ pub fn adb_command(serial: &KeyValue, took: Duration, error: Option<&DeviceError
                 _ => "other",
             };
             inst.adb
-                .record(ms, &[serial.clone(), KeyValue::new("error.type", kind)]);
+                .record(secs, &[serial.clone(), KeyValue::new("error.type", kind)]);
         }
     }
 }
