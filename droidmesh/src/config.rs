@@ -222,7 +222,8 @@ impl Validate for Config {
         if let Some(llm) = &self.llm
             && let Err(errs) = llm.validate()
         {
-            problems.extend(errs.into_iter().map(|e| format!("llm: {e}")));
+            // Each names its key below [llm] (`profiles.default.model: ...`).
+            problems.extend(errs.into_iter().map(|e| format!("llm.{e}")));
         }
         problems.extend(self.tls.problems());
         problems.extend(self.grpc.problems());

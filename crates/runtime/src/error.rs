@@ -15,10 +15,9 @@ pub enum RuntimeError {
     ConfigSyntax { path: PathBuf, message: String },
     #[error("config refers to ${{{var}}}, but that environment variable is not set")]
     MissingVariable { var: String },
-    #[error("environment override {var} cannot apply: {reason}")]
-    BadOverride { var: String, reason: String },
-    #[error("invalid config: {0}")]
-    ConfigInvalid(String),
+    /// Every problem of a config, each naming its key and where its value came from.
+    #[error("{}", problem_list(.0))]
+    ConfigInvalid(Vec<String>),
     #[error("invalid endpoint {endpoint:?}: {reason}")]
     BadEndpoint { endpoint: String, reason: String },
     #[error("telemetry setup failed: {0}")]
@@ -30,4 +29,19 @@ pub enum RuntimeError {
         addr: String,
         source: std::io::Error,
     },
+}
+
+/// One problem on a line of its own after their count: `the config has 3 problems:` ...
+fn problem_list(problems: &[String]) -> String {
+    match problems {
+        [one] => format!("the config has a problem: {one}"),
+        many => {
+            let mut out = format!("the config has {} problems:", many.len());
+            for p in many {
+                out.push_str("\n  ");
+                out.push_str(p);
+            }
+            out
+        }
+    }
 }

@@ -21,7 +21,7 @@ pub mod trace_context;
 
 pub use allowed::AllowedEndpoints;
 pub use client::{ChannelCache, ClientOptions, TracedChannel, connect, connect_mesh, traced};
-pub use config::{ConfigSource, Validate, load_config};
+pub use config::{ConfigSource, Origin, Origins, Validate, load_config, load_config_with_origins};
 pub use error::{Result, RuntimeError};
 pub use load::LoadState;
 pub use metrics::Metrics;

@@ -18,8 +18,8 @@ use crate::{eval, run};
 
 /// Loads the config and makes its `[tls]` the TLS of every client this process makes.
 fn load(path: Option<PathBuf>) -> Result<Config> {
-    let mut config = droidmesh_runtime::load_config::<Config>(&ConfigSource::from_process(path))
-        .context("config is not usable")?;
+    // A config's problems say what they are about on their own (each key and its source).
+    let mut config = droidmesh_runtime::load_config::<Config>(&ConfigSource::from_process(path))?;
     if config.tls.serves() {
         config.endpoints.upgrade_defaults_to_https();
     }

@@ -1,8 +1,15 @@
 //! Config loading: one TOML file, `${VAR}` / `${VAR:-default}` substitution in string values,
 //! then `DROIDMESH_SECTION__KEY=value` environment overrides, then validation, all before any
-//! port is bound.
+//! port is bound. A config with problems is refused with all of them, each naming its key and
+//! where its value came from.
+mod origin;
+mod problems;
+
 use crate::error::{Result, RuntimeError};
+use origin::{Seg, key_path};
 use serde::de::DeserializeOwned;
+
+pub use origin::{Origin, Origins};
 use std::path::PathBuf;
 use toml::Value;
 
@@ -48,29 +55,70 @@ pub trait Validate {
 
 /// Loads, substitutes, overrides, deserializes and validates a config.
 pub fn load_config<T: DeserializeOwned + Validate>(source: &ConfigSource) -> Result<T> {
-    let mut doc = match &source.file {
+    load_config_with_origins(source).map(|(config, _)| config)
+}
+
+/// [`load_config`], with where each key the file or the environment set came from. A config
+/// with problems is refused listing all of them, each naming its key path and where its
+/// value came from (the file and line, or the variable).
+pub fn load_config_with_origins<T: DeserializeOwned + Validate>(
+    source: &ConfigSource,
+) -> Result<(T, Origins)> {
+    let (mut doc, mut origins) = match &source.file {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| RuntimeError::ConfigRead {
                 path: path.clone(),
                 source: e,
             })?;
-            text.parse::<toml::Table>()
+            let doc = text
+                .parse::<toml::Table>()
                 .map_err(|e| RuntimeError::ConfigSyntax {
                     path: path.clone(),
                     message: e.to_string(),
-                })?
+                })?;
+            (doc, Origins::of_file(path, &text))
         }
-        None => toml::Table::new(),
+        None => (toml::Table::new(), Origins::default()),
     };
-    substitute_table(&mut doc, &source.env)?;
-    apply_overrides(&mut doc, source)?;
-    let config: T = Value::Table(doc)
-        .try_into()
-        .map_err(|e: toml::de::Error| RuntimeError::ConfigInvalid(e.message().to_owned()))?;
-    config
-        .validate()
-        .map_err(|problems| RuntimeError::ConfigInvalid(problems.join("; ")))?;
-    Ok(config)
+    // Values that cannot be used are taken out (their defaults apply) once their problem is
+    // listed, so that the rest of the document is still read and checked.
+    let mut unset = Vec::new();
+    substitute_table(&mut doc, &source.env, &mut Vec::new(), &mut unset);
+    let removed: Vec<Vec<Seg>> = unset
+        .iter()
+        .filter_map(|(path, _)| problems::remove(&mut doc, path))
+        .collect();
+    let mut bad_overrides = Vec::new();
+    apply_overrides(&mut doc, source, &mut origins, &mut bad_overrides);
+    let mut found: Vec<problems::Found<'_>> = bad_overrides
+        .into_iter()
+        .map(|(var, problem)| (Some((1, 0, var)), problem))
+        .collect();
+    for (path, var) in &unset {
+        let origin = origins.nearest(path);
+        found.push((
+            origin.map(Origin::order),
+            format!(
+                "{}: refers to ${{{var}}}, but that environment variable is not set{}",
+                key_path(path),
+                origin.map(|o| format!(" ({o})")).unwrap_or_default()
+            ),
+        ));
+    }
+    let mut problems = Vec::new();
+    let config: Option<T> = problems::deserialize(doc, &origins, removed, found, &mut problems);
+    if let Some(config) = &config
+        && let Err(found) = config.validate()
+    {
+        problems.extend(found.iter().map(|p| origins.annotate(p)));
+    }
+    match config {
+        Some(config) if problems.is_empty() => Ok((config, origins)),
+        _ if problems.is_empty() => Err(RuntimeError::ConfigInvalid(vec![
+            "the config cannot be read".to_owned(),
+        ])),
+        _ => Err(RuntimeError::ConfigInvalid(problems)),
+    }
 }
 
 fn lookup<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -80,29 +128,51 @@ fn lookup<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-fn substitute_table(table: &mut toml::Table, env: &[(String, String)]) -> Result<()> {
-    for (_, value) in table.iter_mut() {
-        substitute_value(value, env)?;
+/// Substitutes every string of `table`; the keys whose variables are missing go to `unset`
+/// with the variable's name.
+fn substitute_table(
+    table: &mut toml::Table,
+    env: &[(String, String)],
+    at: &mut Vec<Seg>,
+    unset: &mut Vec<(Vec<Seg>, String)>,
+) {
+    for (key, value) in table.iter_mut() {
+        at.push(Seg::Key(key.clone()));
+        substitute_value(value, env, at, unset);
+        at.pop();
     }
-    Ok(())
 }
 
-fn substitute_value(value: &mut Value, env: &[(String, String)]) -> Result<()> {
+fn substitute_value(
+    value: &mut Value,
+    env: &[(String, String)],
+    at: &mut Vec<Seg>,
+    unset: &mut Vec<(Vec<Seg>, String)>,
+) {
     match value {
-        Value::String(s) => *s = substitute_str(s, env)?,
+        Value::String(s) => match substitute(s, env) {
+            Ok(done) => *s = done,
+            Err(var) => unset.push((at.clone(), var)),
+        },
         Value::Array(items) => {
-            for item in items {
-                substitute_value(item, env)?;
+            for (i, item) in items.iter_mut().enumerate() {
+                at.push(Seg::Index(i));
+                substitute_value(item, env, at, unset);
+                at.pop();
             }
         }
-        Value::Table(t) => substitute_table(t, env)?,
+        Value::Table(t) => substitute_table(t, env, at, unset),
         _ => {}
     }
-    Ok(())
 }
 
 /// Replaces `${VAR}` and `${VAR:-default}`; `$$` stays a literal `$`.
 pub fn substitute_str(input: &str, env: &[(String, String)]) -> Result<String> {
+    substitute(input, env).map_err(|var| RuntimeError::MissingVariable { var })
+}
+
+/// [`substitute_str`]; `Err` is the name of a variable that is not set.
+fn substitute(input: &str, env: &[(String, String)]) -> std::result::Result<String, String> {
     let mut out = String::with_capacity(input.len());
     let mut rest = input;
     while let Some(pos) = rest.find('$') {
@@ -124,11 +194,7 @@ pub fn substitute_str(input: &str, env: &[(String, String)]) -> Result<String> {
             match (lookup(env, name), default) {
                 (Some(v), _) => out.push_str(v),
                 (None, Some(d)) => out.push_str(d),
-                (None, None) => {
-                    return Err(RuntimeError::MissingVariable {
-                        var: name.to_owned(),
-                    });
-                }
+                (None, None) => return Err(name.to_owned()),
             }
             rest = &body[end + 1..];
         } else {
@@ -140,7 +206,14 @@ pub fn substitute_str(input: &str, env: &[(String, String)]) -> Result<String> {
     Ok(out)
 }
 
-fn apply_overrides(doc: &mut toml::Table, source: &ConfigSource) -> Result<()> {
+/// Applies every `PREFIX_SECTION__KEY` variable; one that cannot apply is a problem, listed
+/// with the variable's name.
+fn apply_overrides<'s>(
+    doc: &mut toml::Table,
+    source: &'s ConfigSource,
+    origins: &mut Origins,
+    problems: &mut Vec<(&'s str, String)>,
+) {
     let prefix = format!("{}_", source.prefix);
     let mut overrides: Vec<&(String, String)> = source
         .env
@@ -160,34 +233,45 @@ fn apply_overrides(doc: &mut toml::Table, source: &ConfigSource) -> Result<()> {
             .map(str::to_ascii_lowercase)
             .collect();
         if path.iter().any(String::is_empty) {
-            return Err(RuntimeError::BadOverride {
-                var: var.clone(),
-                reason: "empty key segment".to_owned(),
-            });
+            problems.push((
+                var,
+                format!(
+                    "{var}: an empty key between `{NEST}`s; name a key as {prefix}SECTION{NEST}KEY"
+                ),
+            ));
+            continue;
         }
-        set_path(doc, &path, raw, var)?;
+        match set_path(doc, &path, raw) {
+            Ok(()) => origins.set_env(&path.join("."), var),
+            Err(section) => problems.push((
+                var,
+                format!(
+                    "{var}: {section} is a value in the config, not a table, so {} cannot be set in it",
+                    path.join(".")
+                ),
+            )),
+        }
     }
-    Ok(())
 }
 
-fn set_path(table: &mut toml::Table, path: &[String], raw: &str, var: &str) -> Result<()> {
+/// Sets the value at `path`; `Err` names a key on the way that holds a value, not a table.
+fn set_path(
+    table: &mut toml::Table,
+    path: &[String],
+    raw: &str,
+) -> std::result::Result<(), String> {
     let (last, parents) = match path.split_last() {
         Some(split) => split,
         None => return Ok(()),
     };
     let mut current = table;
-    for key in parents {
+    for (depth, key) in parents.iter().enumerate() {
         let entry = current
             .entry(key.clone())
             .or_insert_with(|| Value::Table(toml::Table::new()));
         current = match entry {
             Value::Table(t) => t,
-            _ => {
-                return Err(RuntimeError::BadOverride {
-                    var: var.to_owned(),
-                    reason: format!("{key} is not a section"),
-                });
-            }
+            _ => return Err(parents[..=depth].join(".")),
         };
     }
     let value = match current.get(last) {
@@ -209,161 +293,4 @@ fn infer_value(raw: &str) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde::Deserialize;
-    use std::io::Write;
-
-    #[derive(Debug, Deserialize, Default)]
-    #[serde(default, deny_unknown_fields)]
-    struct Section {
-        addr: String,
-        port: u16,
-        enabled: bool,
-        tags: Vec<String>,
-    }
-
-    #[derive(Debug, Deserialize, Default)]
-    #[serde(default, deny_unknown_fields)]
-    struct Root {
-        device: Section,
-        key: String,
-    }
-
-    impl Validate for Root {
-        fn validate(&self) -> std::result::Result<(), Vec<String>> {
-            if self.device.port == 1 {
-                return Err(vec!["device.port: must not be 1".to_owned()]);
-            }
-            Ok(())
-        }
-    }
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    fn write(text: &str) -> tempfile::NamedTempFile {
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(text.as_bytes()).unwrap();
-        f
-    }
-
-    #[test]
-    fn substitutes_and_overrides() {
-        let f =
-            write("key = \"${HOME_DIR}/x\"\n[device]\naddr = \"${ADDR:-127.0.0.1}\"\nport = 5\n");
-        let source = ConfigSource {
-            file: Some(f.path().to_owned()),
-            env: env(&[
-                ("HOME_DIR", "/h"),
-                ("DM_DEVICE__PORT", "5037"),
-                ("DM_DEVICE__ENABLED", "true"),
-                ("DM_DEVICE__TAGS", "[\"a\", \"b\"]"),
-            ]),
-            prefix: "DM".to_owned(),
-            reserved: Vec::new(),
-        };
-        let root: Root = load_config(&source).unwrap();
-        assert_eq!(root.key, "/h/x");
-        assert_eq!(root.device.addr, "127.0.0.1");
-        assert_eq!(root.device.port, 5037);
-        assert!(root.device.enabled);
-        assert_eq!(root.device.tags, vec!["a", "b"]);
-    }
-
-    #[test]
-    fn reserved_variables_are_not_overrides() {
-        let f = write("key = \"x\"\n[device]\naddr = \"a\"\nport = 5\n");
-        let source = ConfigSource {
-            file: Some(f.path().to_owned()),
-            env: env(&[
-                ("DM_CONFIG", "/somewhere.toml"),
-                ("DM_SECRET_PIN", "1234"),
-                ("DM_SECRET_CARD__NUMBER", "4111"),
-                ("DM_DEVICE__PORT", "6"),
-            ]),
-            prefix: "DM".to_owned(),
-            reserved: vec!["DM_CONFIG".into(), "DM_SECRET_".into()],
-        };
-        let root: Root = load_config(&source).unwrap();
-        assert_eq!(root.device.port, 6);
-        // Without the reservation the same variables are refused as unknown fields.
-        let strict = ConfigSource {
-            reserved: Vec::new(),
-            ..source
-        };
-        assert!(load_config::<Root>(&strict).is_err());
-    }
-
-    #[test]
-    fn string_fields_stay_strings() {
-        let f = write("key = \"x\"\n");
-        let source = ConfigSource {
-            file: Some(f.path().to_owned()),
-            env: env(&[("DM_KEY", "12")]),
-            prefix: "DM".to_owned(),
-            reserved: Vec::new(),
-        };
-        let root: Root = load_config(&source).unwrap();
-        assert_eq!(root.key, "12");
-    }
-
-    #[test]
-    fn missing_variable_is_named() {
-        let f = write("key = \"${NOPE}\"\n");
-        let source = ConfigSource {
-            file: Some(f.path().to_owned()),
-            env: vec![],
-            prefix: "DM".to_owned(),
-            reserved: Vec::new(),
-        };
-        let err = load_config::<Root>(&source).unwrap_err().to_string();
-        assert!(err.contains("NOPE"), "{err}");
-    }
-
-    #[test]
-    fn unknown_field_and_validation_fail_clearly() {
-        let f = write("[device]\nadress = \"x\"\n");
-        let source = ConfigSource {
-            file: Some(f.path().to_owned()),
-            env: vec![],
-            prefix: "DM".to_owned(),
-            reserved: Vec::new(),
-        };
-        let err = load_config::<Root>(&source).unwrap_err().to_string();
-        assert!(err.contains("adress"), "{err}");
-
-        let source = ConfigSource {
-            file: None,
-            env: env(&[("DM_DEVICE__PORT", "1")]),
-            prefix: "DM".to_owned(),
-            reserved: Vec::new(),
-        };
-        let err = load_config::<Root>(&source).unwrap_err().to_string();
-        assert!(err.contains("device.port"), "{err}");
-    }
-
-    #[test]
-    fn bad_toml_names_the_file() {
-        let f = write("[device\n");
-        let source = ConfigSource {
-            file: Some(f.path().to_owned()),
-            env: vec![],
-            prefix: "DM".to_owned(),
-            reserved: Vec::new(),
-        };
-        let err = load_config::<Root>(&source).unwrap_err().to_string();
-        assert!(err.contains("not valid TOML"), "{err}");
-    }
-
-    #[test]
-    fn dollar_escapes() {
-        assert_eq!(substitute_str("a$$b", &[]).unwrap(), "a$b");
-        assert_eq!(substitute_str("cost $5", &[]).unwrap(), "cost $5");
-        assert_eq!(substitute_str("${unclosed", &[]).unwrap(), "${unclosed");
-    }
-}
+mod tests;
