@@ -3,23 +3,16 @@
 //! header and the secret's id, never the value.
 use reqwest::header::{HeaderName, HeaderValue};
 
+use super::secret_text::SecretText;
 use crate::secrets::Secrets;
 
-/// Longest secret id.
-const MAX_ID: usize = 100;
-const OPEN: &str = "{secret:";
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    Text(String),
-    Secret(String),
-}
+pub use super::secret_text::redact;
 
 /// One configured header.
 #[derive(Debug, Clone)]
 pub struct HeaderTemplate {
     pub name: HeaderName,
-    parts: Vec<Part>,
+    value: SecretText,
 }
 
 /// A header filled for one call: what is sent, and the secret values it holds (to be cut out
@@ -38,53 +31,18 @@ impl HeaderTemplate {
         if header == reqwest::header::HOST || header == reqwest::header::CONTENT_LENGTH {
             return Err("is set from the request itself and cannot be configured".into());
         }
-        let mut parts = Vec::new();
-        let mut rest = value;
-        while let Some(at) = rest.find(OPEN) {
-            if at > 0 {
-                parts.push(Part::Text(rest[..at].to_owned()));
-            }
-            let after = &rest[at + OPEN.len()..];
-            let Some(end) = after.find('}') else {
-                return Err("has a `{secret:` without its closing `}`".into());
-            };
-            let id = &after[..end];
-            let valid = !id.is_empty()
-                && id.len() <= MAX_ID
-                && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
-                return Err(format!(
-                    "names a secret `{}` that is not an id (1 to {MAX_ID} letters, digits or `_`)",
-                    droidmesh_proto::text::shorten(id, 40)
-                ));
-            }
-            parts.push(Part::Secret(id.to_owned()));
-            rest = &after[end + 1..];
-        }
-        if !rest.is_empty() {
-            parts.push(Part::Text(rest.to_owned()));
-        }
-        let sample: String = parts
-            .iter()
-            .map(|p| match p {
-                Part::Text(t) => t.as_str(),
-                Part::Secret(_) => "x",
-            })
-            .collect();
-        HeaderValue::from_str(&sample)
+        let value = SecretText::parse(value)?;
+        HeaderValue::from_str(&value.sample())
             .map_err(|_| "has characters a header value cannot hold".to_owned())?;
         Ok(Self {
             name: header,
-            parts,
+            value,
         })
     }
 
     /// The secret ids the value names.
     pub fn secret_ids(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::Secret(id) => Some(id.as_str()),
-            Part::Text(_) => None,
-        })
+        self.value.secret_ids()
     }
 }
 
@@ -95,51 +53,20 @@ pub fn fill(templates: &[HeaderTemplate], secrets: &Secrets) -> Result<Filled, S
         secrets: Vec::new(),
     };
     for template in templates {
-        let mut value = String::new();
-        for part in &template.parts {
-            match part {
-                Part::Text(t) => value.push_str(t),
-                Part::Secret(id) => {
-                    let found = secrets.for_request(std::slice::from_ref(id)).map_err(|e| {
-                        format!("the header {} cannot be filled: {e}", template.name)
-                    })?;
-                    let secret = found.into_values().next().unwrap_or_default();
-                    if !secret.is_empty() {
-                        // As written in a JSON string too, where `"`, `\` and controls are
-                        // escaped.
-                        let escaped = serde_json::to_string(&secret).unwrap_or_default();
-                        let escaped = escaped.trim_matches('"');
-                        if escaped != secret {
-                            filled.secrets.push(escaped.to_owned());
-                        }
-                        filled.secrets.push(secret.clone());
-                    }
-                    value.push_str(&secret);
-                }
-            }
-        }
-        let value = HeaderValue::from_str(&value).map_err(|_| {
+        let value = template
+            .value
+            .fill(secrets, &mut filled.secrets)
+            .map_err(|e| format!("the header {} cannot be filled: {e}", template.name))?;
+        let mut value = HeaderValue::from_str(&value).map_err(|_| {
             format!(
                 "the header {} holds characters a header value cannot hold once its secrets are put in",
                 template.name
             )
         })?;
-        let mut value = value;
         value.set_sensitive(true);
         filled.headers.push((template.name.clone(), value));
     }
     Ok(filled)
-}
-
-/// `text` with every secret in `secrets` replaced by `[REDACTED]`.
-pub fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets {
-        if !secret.is_empty() && out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), "[REDACTED]");
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 pub mod config;
 mod headers;
 pub mod js;
+mod secret_text;
 pub mod webhook;
 
 use std::collections::BTreeMap;
