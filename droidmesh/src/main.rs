@@ -8,6 +8,8 @@ mod eval;
 mod mesh;
 mod model_flags;
 mod output;
+mod progress;
+mod reach;
 mod run;
 mod services;
 
@@ -78,7 +80,7 @@ async fn main() {
     // An error is a message with its causes, not a stack trace (whatever RUST_BACKTRACE says);
     // the exit code is 1, as for a task that failed.
     if let Err(e) = dispatch(Cli::parse()).await {
-        let _ = writeln!(std::io::stderr(), "error: {e:#}");
+        let _ = writeln!(std::io::stderr(), "error: {}", output::error_text(&e));
         std::process::exit(1);
     }
 }

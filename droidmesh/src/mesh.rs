@@ -220,13 +220,9 @@ pub struct HttpFace {
 
 impl HttpFace {
     /// Binds `[listen] gateway_http` (nothing when 0; a port that cannot be bound fails, as a
-    /// service port does) and serves `gateway` there until `stop` turns true or its sender
-    /// goes; calls in progress then get `listen.drain_secs`.
-    pub async fn start(
-        config: &Config,
-        gateway: std::sync::Arc<droidmesh_gateway::GatewayService>,
-        mut stop: watch::Receiver<bool>,
-    ) -> Result<Option<HttpFace>> {
+    /// service port does). Bound before anything is built, so a port in use stops the process
+    /// before it makes any file.
+    pub async fn bind(config: &Config) -> Result<Option<tokio::net::TcpListener>> {
         let Some(addr) = config.listen.gateway_http_addr() else {
             return Ok(None);
         };
@@ -235,6 +231,17 @@ impl HttpFace {
                 "cannot serve the gateway's HTTP face on {addr} (`[listen] gateway_http = 0` turns it off)"
             )
         })?;
+        Ok(Some(listener))
+    }
+
+    /// Serves `gateway` on `listener` (from [`HttpFace::bind`]) until `stop` turns true or
+    /// its sender goes; calls in progress then get `listen.drain_secs`.
+    pub fn serve(
+        listener: tokio::net::TcpListener,
+        config: &Config,
+        gateway: std::sync::Arc<droidmesh_gateway::GatewayService>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<HttpFace> {
         let addr = listener
             .local_addr()
             .context("bound socket has no address")?;
@@ -250,7 +257,7 @@ impl HttpFace {
                 let _ = stop.wait_for(|s| *s).await;
             },
         ));
-        Ok(Some(HttpFace { addr, task }))
+        Ok(HttpFace { addr, task })
     }
 
     /// Waits for the face to end (once its stop has been given).
@@ -312,16 +319,18 @@ impl Mesh {
         } else {
             None
         };
-        // Bind first, so endpoints name the real ports before any service is built.
+        // Bind first, so endpoints name the real ports before any service is built (and a
+        // port in use stops the mesh before the task store is made).
         let mut bound = Vec::new();
         for service in Service::ALL {
             let addr = config.listen.addr(service.port(&config));
-            let listener = droidmesh_runtime::server::bind(addr).await?;
+            let listener = crate::commands::bind_service(service, addr).await?;
             let local = listener
                 .local_addr()
                 .context("bound socket has no address")?;
             bound.push((service, listener, local));
         }
+        let mut http_listener = HttpFace::bind(&config).await?;
         let scheme = scheme(&config);
         for (service, _, local) in &bound {
             *service.endpoint_mut(&mut config.endpoints) = format!("{scheme}://{local}");
@@ -335,7 +344,9 @@ impl Mesh {
             let (routes, mut opts, gateway) = routes(service, &config)?;
             if let Some(g) = gateway {
                 gateway_open = !g.keys_required();
-                http = HttpFace::start(&config, g, stop.subscribe()).await?;
+                if let Some(l) = http_listener.take() {
+                    http = Some(HttpFace::serve(l, &config, g, stop.subscribe())?);
+                }
             }
             // One process stops as one: no replica elsewhere takes over, so nothing to notice,
             // and every service drains for as long as the gateway does.

@@ -1,11 +1,12 @@
 //! `droidmesh run "<goal>"`: a gateway client with live progress. Without `--gateway` it
 //! starts the whole mesh in this process first (simulated devices included). With no model
-//! configured it replays a recorded demo session and says so.
+//! configured it replays a recorded demo session and says so. The events are printed by
+//! `progress`.
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use droidmesh_proto::v1::gateway_client::GatewayClient;
-use droidmesh_proto::v1::{Mode, TaskEvent, TaskRequest, task_event};
+use droidmesh_proto::v1::{Mode, TaskRequest, task_event};
 use droidmesh_runtime::ClientOptions;
 use tokio_stream::StreamExt;
 
@@ -13,6 +14,7 @@ use crate::config::Config;
 use crate::mesh::{Mesh, Service};
 use crate::model_flags::ModelArgs;
 use crate::output::say;
+use crate::progress::Progress;
 
 /// The goal the recorded demos answer.
 pub const DEMO_GOAL: &str = "Open Settings and turn on Wi-Fi";
@@ -298,162 +300,41 @@ pub async fn run(args: RunArgs, mut config: Config) -> Result<bool> {
             .map_err(|_| anyhow::anyhow!("--api-key holds characters a header cannot carry"))?;
         request.metadata_mut().insert("authorization", value);
     }
+    let what_to_do = if args.gateway.is_some() {
+        "start one with `droidmesh up` or check --gateway"
+    } else {
+        "the embedded mesh stopped; run again"
+    };
+    let gateway_failed = |s: tonic::Status| {
+        crate::reach::transport_error("gateway", &endpoint, &s, what_to_do)
+            .unwrap_or_else(|| anyhow::anyhow!("{}", s.message()))
+    };
     let mut stream = client
         .run_task(request)
         .await
-        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .map_err(gateway_failed)?
         .into_inner();
     let mut success = false;
-    while let Some(ev) = stream.next().await {
-        let ev = ev.map_err(|s| anyhow::anyhow!("the event stream broke: {}", s.message()))?;
-        if let Some(task_event::Kind::Completed(c)) = &ev.kind {
-            success = c.success;
+    let mut progress = Progress::new();
+    // On a terminal, a wait is shown as it goes (the ticks are not awaited elsewhere).
+    let mut ticks = tokio::time::interval(crate::progress::TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            ev = stream.next() => {
+                let Some(ev) = ev else { break };
+                let ev = ev.map_err(|s| gateway_failed(s).context("the task's event stream broke"))?;
+                if let Some(task_event::Kind::Completed(c)) = &ev.kind {
+                    success = c.success;
+                }
+                progress.event(ev);
+            }
+            _ = ticks.tick(), if progress.on_terminal() => progress.tick(),
         }
-        print_event(&ev);
     }
+    progress.finish();
     if let Some(mesh) = mesh {
         mesh.shutdown().await?;
     }
     Ok(success)
-}
-
-fn indent(text: &str, prefix: &str) -> String {
-    text.lines()
-        .map(|l| format!("{prefix}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// What a usage line adds when the call was not plain: retries ("2 attempts, 1m 3s in all")
-/// and a reply cut at the token limit.
-fn call_notes(u: &droidmesh_proto::v1::UsageReport) -> String {
-    let mut notes = String::new();
-    let calls = u.usage.map_or(1, |t| t.calls.max(1));
-    if u.attempts > calls {
-        notes.push_str(&format!(
-            ", {} attempts, {} in all",
-            u.attempts,
-            droidmesh_llm::format_elapsed(std::time::Duration::from_millis(u.elapsed_ms))
-        ));
-    }
-    if u.finish_reason == "length" {
-        notes.push_str(", reply cut at max_tokens");
-    }
-    notes
-}
-
-fn print_event(ev: &TaskEvent) {
-    use task_event::Kind as K;
-    let Some(kind) = &ev.kind else { return };
-    let line = match kind {
-        K::Status(s) => format!(
-            "task {}: {}",
-            ev.task_id,
-            if s.detail.is_empty() {
-                "status changed".into()
-            } else {
-                s.detail.clone()
-            }
-        ),
-        // Steps inside one subgoal (the scripter's session) are not the task's steps.
-        K::StepStarted(s) if s.agent == "scripter" => format!("  scripter step {}", s.step),
-        K::StepStarted(s) => format!("\nstep {}", s.step),
-        K::Thought(t) if t.agent == "codeact" => indent(&t.text, "  thought: "),
-        K::Thought(t) => indent(&t.text, &format!("  {} thinks: ", t.agent)),
-        K::Code(c) if c.language == "json" => format!("  {} action: {}", c.agent, c.code.trim()),
-        K::Code(c) if c.agent == "codeact" => format!("  code:\n{}", indent(&c.code, "    | ")),
-        K::Code(c) => format!("  {} code:\n{}", c.agent, indent(&c.code, "    | ")),
-        K::ToolCall(_) => return,
-        K::ToolResult(r) => {
-            let res = r.result.clone().unwrap_or_default();
-            if res.success {
-                format!("  -> {}: {}", r.tool, res.action_taken)
-            } else {
-                format!("  -> {} FAILED: {}", r.tool, res.error.unwrap_or_default())
-            }
-        }
-        K::Observation(o) => {
-            let mut lines = Vec::new();
-            if !o.output.trim().is_empty() {
-                lines.push(indent(o.output.trim_end(), "  output: "));
-            }
-            if let Some(e) = &o.error {
-                lines.push(format!("  error: {e}"));
-            }
-            lines.extend(o.notes.iter().map(|n| format!("  note: {n}")));
-            if lines.is_empty() {
-                return;
-            }
-            lines.join("\n")
-        }
-        K::Usage(u) => {
-            let t = u.usage.unwrap_or_default();
-            let replay = if u.replay { ", replayed" } else { "" };
-            let who = if u.agent.is_empty() || u.agent == "codeact" {
-                String::new()
-            } else {
-                format!("{} ", u.agent)
-            };
-            format!(
-                "  {who}model {}: {} tokens in, {} out, {} ms{}{replay}",
-                u.model,
-                t.input_tokens,
-                t.output_tokens,
-                u.latency_ms,
-                call_notes(u)
-            )
-        }
-        K::HumanHelp(h) => format!(
-            "  the agent asks for help: {} (reply with SendMessage)",
-            h.reason
-        ),
-        K::Message(m) => format!("  message: {}", m.text),
-        K::Screenshot(s) => format!("  screenshot {}x{}", s.width, s.height),
-        K::Plan(p) => format!("  plan:\n{}", indent(p.plan_text.trim(), "    ")),
-        K::Handoff(h) => format!("  handoff {} -> {}: {}", h.from_agent, h.to_agent, h.reason),
-        K::SubgoalResult(r) => {
-            let res = r.result.clone().unwrap_or_default();
-            if res.success {
-                format!("  -> {}: {}", r.agent, res.action_taken)
-            } else {
-                format!("  -> {} FAILED: {}", r.agent, res.error.unwrap_or_default())
-            }
-        }
-        K::Completed(c) => {
-            let u = c.usage.unwrap_or_default();
-            let mut s = format!(
-                "\n{} after {} in {} ({} model calls, {} tokens in, {} out)\nanswer: {}",
-                if c.success { "SUCCEEDED" } else { "FAILED" },
-                if c.steps == 1 {
-                    "1 step".to_owned()
-                } else {
-                    format!("{} steps", c.steps)
-                },
-                if c.duration_ms < 1000 {
-                    format!("{} ms", c.duration_ms)
-                } else {
-                    format!("{:.1} s", c.duration_ms as f64 / 1000.0)
-                },
-                u.calls,
-                u.input_tokens,
-                u.output_tokens,
-                if c.answer.is_empty() {
-                    &c.error
-                } else {
-                    &c.answer
-                }
-            );
-            if let Some(j) = &c.structured_output {
-                s.push_str(&format!("\nstructured output: {j}"));
-            }
-            if c.answered_directly {
-                s.push_str("\n(answered from the conversation, without acting on the phone)");
-            }
-            for f in &c.files {
-                s.push_str(&format!("\nfile: {} ({} bytes)", f.path, f.size_bytes));
-            }
-            s
-        }
-    };
-    say!("{line}");
 }

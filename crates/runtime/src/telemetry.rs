@@ -118,6 +118,7 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
     } else {
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            .with_ansi(colour_on_stderr())
             .with_target(false)
             .compact()
             .boxed()
@@ -142,6 +143,13 @@ pub fn init_telemetry(opts: &TelemetryOptions) -> Result<Telemetry> {
             metrics,
         })
     }
+}
+
+/// Colour codes only for a person at a terminal: a pipe, a file or a log collector gets plain
+/// text (as does a terminal when `NO_COLOR` is set).
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn build_provider(service_name: &str, endpoint: &str) -> Result<SdkTracerProvider> {

@@ -1,6 +1,6 @@
 //! `droidmesh state` and `droidmesh devices`: what the device service sees, printed as the
 //! agents see it.
-use anyhow::{Context, Result};
+use anyhow::Result;
 use droidmesh_proto::v1::ListDevicesRequest;
 use droidmesh_proto::v1::device_service_client::DeviceServiceClient;
 use droidmesh_runtime::ClientOptions;
@@ -28,7 +28,8 @@ pub struct DevicesArgs {
 pub async fn state(config: Option<PathBuf>, args: StateArgs) -> Result<()> {
     let StateArgs { serial, endpoint } = args;
     let config = super::load(config)?;
-    let mut client = device_client(endpoint.unwrap_or(config.endpoints.device))?;
+    let endpoint = endpoint.unwrap_or(config.endpoints.device);
+    let mut client = device_client(endpoint.clone())?;
     let state = client
         .get_state(droidmesh_proto::v1::GetStateRequest {
             serial: serial.clone(),
@@ -37,8 +38,7 @@ pub async fn state(config: Option<PathBuf>, args: StateArgs) -> Result<()> {
             masks: Vec::new(),
         })
         .await
-        .map_err(call_failed)
-        .with_context(|| format!("cannot read the state of {serial}"))?
+        .map_err(|s| call_failed(&endpoint, s, &format!("cannot read the state of {serial}")))?
         .into_inner();
     print_state(&state);
     Ok(())
@@ -52,8 +52,7 @@ pub async fn devices(config: Option<PathBuf>, args: DevicesArgs) -> Result<()> {
     let devices = client
         .list_devices(ListDevicesRequest {})
         .await
-        .map_err(call_failed)
-        .with_context(|| format!("cannot list devices at {endpoint}"))?
+        .map_err(|s| call_failed(&endpoint, s, &format!("cannot list devices at {endpoint}")))?
         .into_inner()
         .devices;
     if devices.is_empty() {
@@ -76,17 +75,17 @@ pub async fn devices(config: Option<PathBuf>, args: DevicesArgs) -> Result<()> {
     Ok(())
 }
 
-/// A failed call as the user reads it: the service's answer, or a failed connection in words
-/// (with the transport's own detail after them).
-fn call_failed(status: tonic::Status) -> anyhow::Error {
-    match droidmesh_runtime::peer::transport_failure(&status) {
-        Some(transport) => anyhow::anyhow!(
-            "the service {} ({})",
-            transport.words(),
-            droidmesh_runtime::peer::detail(&status)
-        ),
-        None => anyhow::anyhow!("{status}"),
-    }
+/// A failed call as the user reads it: no device service where the command looked, in words,
+/// or the service's answer after what the command was doing (`doing`).
+fn call_failed(endpoint: &str, status: tonic::Status, doing: &str) -> anyhow::Error {
+    crate::reach::transport_error(
+        "device service",
+        endpoint,
+        &status,
+        "start one with `droidmesh serve device` or `droidmesh up`, or check --endpoint and the \
+         config's [listen] device and endpoints.device",
+    )
+    .unwrap_or_else(|| anyhow::anyhow!("{doing}: {}", status.message()))
 }
 
 fn device_client(

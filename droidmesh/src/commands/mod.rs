@@ -31,6 +31,28 @@ fn load(path: Option<PathBuf>) -> Result<Config> {
     Ok(config)
 }
 
+/// Binds a service's port; a port in use is said with the key that moves it.
+pub(crate) async fn bind_service(
+    service: crate::mesh::Service,
+    addr: std::net::SocketAddr,
+) -> Result<tokio::net::TcpListener> {
+    droidmesh_runtime::server::bind(addr)
+        .await
+        .map_err(|e| match e {
+            droidmesh_runtime::RuntimeError::Bind { addr, source }
+                if source.kind() == std::io::ErrorKind::AddrInUse =>
+            {
+                anyhow::anyhow!(
+                    "cannot bind {addr} for the {}: the port is in use; stop what holds it, or \
+                 choose another port with `[listen] {}` (or `serve --listen`)",
+                    service.name(),
+                    service.spec().endpoint_key.trim_start_matches("endpoints.")
+                )
+            }
+            other => anyhow::Error::new(other),
+        })
+}
+
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
     /// Port of the first device; more devices take the following ports.

@@ -55,9 +55,16 @@ pub async fn serve(config: Option<PathBuf>, args: ServeArgs) -> Result<()> {
     if service == Service::Gateway {
         mesh::check_open(&config, addr.ip())?;
     }
-    let (routes, opts, gateway) = mesh::routes(service, &config)?;
     mesh::check_descriptors(&config, &[service])?;
-    let listener = droidmesh_runtime::server::bind(addr).await?;
+    // Every port first: one in use stops the process before it makes any file (the task
+    // store, the device service's state directory).
+    let listener = super::bind_service(service, addr).await?;
+    let http_listener = match service {
+        Service::Gateway => mesh::HttpFace::bind(&config).await?,
+        _ => None,
+    };
+    let admin = admin::start(admin_addr, &telemetry).await?;
+    let (routes, opts, gateway) = mesh::routes(service, &config)?;
     // The gateway's HTTP face stops with its gRPC port: at the signal, or when the
     // server ends (the sender goes with the signal's future).
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -66,11 +73,13 @@ pub async fn serve(config: Option<PathBuf>, args: ServeArgs) -> Result<()> {
             if !g.keys_required() {
                 say!("{}", mesh::OPEN_NOTE);
             }
-            mesh::HttpFace::start(&config, g, stopped).await?
+            match http_listener {
+                Some(l) => Some(mesh::HttpFace::serve(l, &config, g, stopped)?),
+                None => None,
+            }
         }
         None => None,
     };
-    let admin = admin::start(admin_addr, &telemetry).await?;
     let signal = async move {
         droidmesh_runtime::shutdown_signal().await;
         let _ = stop.send(true);
