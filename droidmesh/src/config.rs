@@ -98,13 +98,25 @@ impl Listen {
         (self.gateway_http != 0).then(|| self.addr(self.gateway_http))
     }
 
+    /// The address a client on this machine calls to reach what listens on `host`: the
+    /// loopback address when `host` is every address (`0.0.0.0`, `::`), else `host` itself.
+    pub fn reachable_host(&self) -> IpAddr {
+        match self.host {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            host => host,
+        }
+    }
+
     /// Where the admin server listens, unless `admin` is 0.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         (self.admin != 0).then(|| self.addr(self.admin))
     }
 }
 
-/// Where services reach one another. A comma-separated list balances across replicas.
+/// Where services reach one another. A comma-separated list balances across replicas. An
+/// endpoint the config does not set follows its service's `[listen]` port
+/// ([`Endpoints::follow_listen`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Endpoints {
@@ -144,14 +156,23 @@ impl Endpoints {
             .map_or("", |(_, v)| v)
     }
 
-    /// With TLS served, the default endpoints (still `http://127.0.0.1:PORT`) call the same
-    /// ports over `https://`; endpoints the config set are left as they are.
-    pub fn upgrade_defaults_to_https(&mut self) {
+    /// Points every endpoint the config does not set (`is_set("endpoints.device")` is false)
+    /// at its service's `[listen]` port on this machine: `[listen] device = 6001` moves where
+    /// `droidmesh devices` and the other services look too. `scheme` is `https` when the mesh
+    /// serves TLS, which also upgrades a set endpoint that is the plain default.
+    pub fn follow_listen(&mut self, listen: &Listen, is_set: impl Fn(&str) -> bool, scheme: &str) {
         let defaults = Endpoints::default();
-        for service in Service::ALL {
-            let default = service.endpoint(&defaults);
-            let slot = service.endpoint_mut(self);
-            if slot == default
+        for spec in &SERVICES {
+            let default = spec.service.endpoint(&defaults).to_owned();
+            let slot = spec.service.endpoint_mut(self);
+            if !is_set(spec.endpoint_key) {
+                let port = spec.service.listen_port(listen);
+                *slot = format!(
+                    "{scheme}://{}",
+                    SocketAddr::new(listen.reachable_host(), port)
+                );
+            } else if scheme == "https"
+                && *slot == default
                 && let Some(rest) = default.strip_prefix("http://")
             {
                 *slot = format!("https://{rest}");
@@ -172,6 +193,18 @@ pub struct Telemetry {
 }
 
 impl Config {
+    /// Loads and checks the config `source` names; endpoints it does not set follow their
+    /// services' `[listen]` ports, over `https://` when the mesh serves TLS.
+    pub fn load(source: &droidmesh_runtime::ConfigSource) -> droidmesh_runtime::Result<Config> {
+        let (mut config, origins) = droidmesh_runtime::load_config_with_origins::<Config>(source)?;
+        let scheme = if config.tls.serves() { "https" } else { "http" };
+        let listen = config.listen.clone();
+        config
+            .endpoints
+            .follow_listen(&listen, |key| origins.is_set(key), scheme);
+        Ok(config)
+    }
+
     /// App cards from `dir` (holding `android/app_cards.json`) for both agents that read them,
     /// the executor's CodeAct steps and the manager's plans.
     pub fn use_app_cards(&mut self, dir: &std::path::Path) -> anyhow::Result<()> {
@@ -264,7 +297,7 @@ mod tests {
             file: Some(path),
             ..droidmesh_runtime::ConfigSource::default()
         };
-        droidmesh_runtime::load_config::<Config>(&source).map_err(|e| e.to_string())
+        Config::load(&source).map_err(|e| e.to_string())
     }
 
     fn with_tls(endpoints: &str) -> Result<Config, String> {
@@ -296,14 +329,37 @@ mod tests {
             err.contains("endpoints.device: http://droidmesh-device:50051 is plain http://"),
             "{err}"
         );
-        let mut config = with_tls("device = \"https://droidmesh-device:50051\"").unwrap();
-        config.endpoints.upgrade_defaults_to_https();
+        let config = with_tls("device = \"https://droidmesh-device:50051\"").unwrap();
         assert_eq!(config.endpoints.device, "https://droidmesh-device:50051");
         assert_eq!(config.endpoints.executor, "https://127.0.0.1:50052");
+        // A set endpoint that is the plain default is called over TLS too.
+        let config = with_tls("manager = \"http://127.0.0.1:50053\"").unwrap();
+        assert_eq!(config.endpoints.manager, "https://127.0.0.1:50053");
         // Without TLS, plain endpoints are fine; a half-set [tls] is refused.
         load("[endpoints]\ndevice = \"http://d:1\"\n").unwrap();
         let err = load("[tls]\ncert = \"/c.pem\"\n").unwrap_err();
         assert!(err.contains("tls.key: must be set with tls.cert"), "{err}");
+    }
+
+    #[test]
+    fn endpoints_the_config_does_not_set_follow_the_listen_ports() {
+        let config = load(
+            "[listen]\ndevice = 6001\nmanager = 6003\n[endpoints]\nmanager = \"http://m:1\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.endpoints.device, "http://127.0.0.1:6001");
+        assert_eq!(config.endpoints.executor, "http://127.0.0.1:50052");
+        assert_eq!(
+            config.endpoints.manager, "http://m:1",
+            "a set endpoint wins"
+        );
+        // Listening on every address is called on loopback; on one address, at it.
+        let config = load("[listen]\nhost = \"0.0.0.0\"\ngateway = 7000\n").unwrap();
+        assert_eq!(config.endpoints.gateway, "http://127.0.0.1:7000");
+        let config = load("[listen]\nhost = \"::\"\n").unwrap();
+        assert_eq!(config.endpoints.device, "http://[::1]:50051");
+        let config = load("[listen]\nhost = \"10.1.2.3\"\n").unwrap();
+        assert_eq!(config.endpoints.device, "http://10.1.2.3:50051");
     }
 
     #[test]

@@ -105,7 +105,12 @@ impl Service {
 
     /// Its port in `[listen]`.
     pub fn port(self, config: &Config) -> u16 {
-        (self.spec().listen)(&config.listen)
+        self.listen_port(&config.listen)
+    }
+
+    /// Its port in a `[listen]` section.
+    pub fn listen_port(self, listen: &Listen) -> u16 {
+        (self.spec().listen)(listen)
     }
 
     /// Its `[endpoints]` entry: where the other services call it.

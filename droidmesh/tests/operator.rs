@@ -205,3 +205,84 @@ fn a_model_call_in_progress_shows_its_wait_on_a_terminal_only() {
     assert!(text.contains("step 1"), "{text}");
     assert!(!text.contains("waiting for the model"), "{text}");
 }
+
+/// Kills the child when dropped, so a failed assertion leaves no server behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn commands_find_a_device_service_on_the_port_the_config_moved_it_to() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let phone = rt
+        .block_on(droidmesh_sim::start(droidmesh_sim::SimOptions {
+            base_port: 0,
+            ..droidmesh_sim::SimOptions::default()
+        }))
+        .unwrap();
+    let serial = phone.addrs()[0].to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = dir.path().join("droidmesh.toml");
+    let device = format!(
+        "[device]\nadb_server = \"\"\ndirect_devices = [\"{serial}\"]\nstate_dir = \"{}\"\n",
+        dir.path().join("device").display()
+    );
+    std::fs::write(
+        &config,
+        format!("[listen]\ndevice = {port}\nadmin = 0\n\n{device}"),
+    )
+    .unwrap();
+    let _service = Killed(
+        droidmesh()
+            .arg("--config")
+            .arg(&config)
+            .args(["serve", "device"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the device service did not start on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // `devices` with the same config, no --endpoint: it calls the moved port.
+    let out = droidmesh()
+        .arg("--config")
+        .arg(&config)
+        .arg("devices")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&serial), "{text}");
+
+    // An [endpoints] entry still wins over [listen].
+    let elsewhere = format!("http://127.0.0.1:{}", free_port());
+    std::fs::write(
+        &config,
+        format!(
+            "[listen]\ndevice = {port}\nadmin = 0\n[endpoints]\ndevice = \"{elsewhere}\"\n\n{device}"
+        ),
+    )
+    .unwrap();
+    let err = fails(droidmesh().arg("--config").arg(&config).arg("devices"));
+    assert!(
+        err.contains(&format!("no device service answers at {elsewhere}")),
+        "{err}"
+    );
+}

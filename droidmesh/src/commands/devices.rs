@@ -12,14 +12,16 @@ use crate::output::say;
 #[derive(Debug, clap::Args)]
 pub struct StateArgs {
     serial: String,
-    /// Device service endpoint; defaults to the config's [endpoints] section.
+    /// Device service endpoint; defaults to the config's `endpoints.device`, else its
+    /// `[listen] device` port on this machine.
     #[arg(long)]
     endpoint: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct DevicesArgs {
-    /// Device service endpoint; defaults to the config's [endpoints] section.
+    /// Device service endpoint; defaults to the config's `endpoints.device`, else its
+    /// `[listen] device` port on this machine.
     #[arg(long)]
     endpoint: Option<String>,
 }

@@ -19,10 +19,7 @@ use crate::{eval, run};
 /// Loads the config and makes its `[tls]` the TLS of every client this process makes.
 fn load(path: Option<PathBuf>) -> Result<Config> {
     // A config's problems say what they are about on their own (each key and its source).
-    let mut config = droidmesh_runtime::load_config::<Config>(&ConfigSource::from_process(path))?;
-    if config.tls.serves() {
-        config.endpoints.upgrade_defaults_to_https();
-    }
+    let config = Config::load(&ConfigSource::from_process(path))?;
     if config.tls != droidmesh_runtime::tls::TlsConfig::default() {
         droidmesh_runtime::tls::ClientTls::from_config(&config.tls)
             .context("config is not usable")?
