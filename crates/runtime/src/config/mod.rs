@@ -105,13 +105,13 @@ pub fn load_config_with_origins<T: DeserializeOwned + Validate>(
             ),
         ));
     }
-    let mut problems = Vec::new();
-    let config: Option<T> = problems::deserialize(doc, &origins, removed, found, &mut problems);
+    let config: Option<T> = problems::deserialize(doc, &origins, removed, &mut found);
     if let Some(config) = &config
-        && let Err(found) = config.validate()
+        && let Err(invalid) = config.validate()
     {
-        problems.extend(found.iter().map(|p| origins.annotate(p)));
+        found.extend(invalid.iter().map(|p| origins.annotate(p)));
     }
+    let problems = problems::in_order(found);
     match config {
         Some(config) if problems.is_empty() => Ok((config, origins)),
         _ if problems.is_empty() => Err(RuntimeError::ConfigInvalid(vec![

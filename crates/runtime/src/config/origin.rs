@@ -208,9 +208,10 @@ impl Origins {
     }
 
     /// A problem a config's validation found, with where the keys it names were set:
-    /// `device.port: must not be 1 (from DM_DEVICE__PORT)`. Keys it names that were not set
-    /// (their defaults) add nothing.
-    pub(crate) fn annotate(&self, problem: &str) -> String {
+    /// `device.port: must not be 1 (from DM_DEVICE__PORT)`, and where it sorts
+    /// ([`Origin::order`] of the first). Keys it names that were not set (their defaults) add
+    /// nothing.
+    pub(crate) fn annotate(&self, problem: &str) -> (Option<(u8, usize, &str)>, String) {
         let mut named: Vec<(usize, &str, &Origin)> = self
             .entries
             .iter()
@@ -220,9 +221,9 @@ impl Origins {
         // In the order the problem names them; of two starting together, the longer key.
         named.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.len().cmp(&a.1.len())));
         named.dedup_by(|later, earlier| later.0 == earlier.0);
-        if named.is_empty() {
-            return problem.to_owned();
-        }
+        let Some(first) = named.first().map(|n| n.2.order()) else {
+            return (None, problem.to_owned());
+        };
         // The key a problem starts with is its subject: its origin needs no name.
         let notes: Vec<String> = named
             .iter()
@@ -235,7 +236,7 @@ impl Origins {
                 }
             })
             .collect();
-        format!("{problem} ({})", notes.join("; "))
+        (Some(first), format!("{problem} ({})", notes.join("; ")))
     }
 }
 

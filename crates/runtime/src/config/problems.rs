@@ -12,20 +12,22 @@ pub(crate) const MAX_PROBLEMS: usize = 64;
 /// Reads `doc` into `T`, listing every problem on the way. `T` is `None` when a problem could
 /// not be taken out of the document (so nothing further could be read).
 /// `removed`: keys taken out of the document already, whose problems `found` lists: a later
-/// "must be set" about one of them is their echo, not a problem of its own. Every problem goes
-/// to `problems`, in the file's order, then the environment's.
+/// "must be set" about one of them is their echo, not a problem of its own. Each problem found
+/// is added to `found`.
 pub(crate) fn deserialize<'o, T: DeserializeOwned>(
     mut doc: toml::Table,
     origins: &'o Origins,
     mut removed: Vec<Vec<Seg>>,
-    mut found: Vec<Found<'o>>,
-    problems: &mut Vec<String>,
+    found: &mut Vec<Found<'o>>,
 ) -> Option<T> {
-    let config = read(&mut doc, origins, &mut removed, &mut found);
-    // Problems of keys set by neither (their defaults) last.
+    read(&mut doc, origins, &mut removed, found)
+}
+
+/// Every problem, in the file's order, then the environment's, then the problems of keys set
+/// by neither (their defaults), each group as found.
+pub(crate) fn in_order(mut found: Vec<Found<'_>>) -> Vec<String> {
     found.sort_by(|a, b| a.0.is_none().cmp(&b.0.is_none()).then(a.0.cmp(&b.0)));
-    problems.extend(found.into_iter().map(|(_, p)| p));
-    config
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 /// A problem and where its value was set ([`Origin::order`]).

@@ -189,6 +189,8 @@ fn every_problem_is_listed_at_once_each_with_its_source() {
     .unwrap_err()
     .to_string();
     let file = f.path().display().to_string();
+    // In the file's order, then the environment's.
+    let mut from = 0;
     for part in [
         format!("device.enabled: expected a boolean, found integer `3` ({file}, line 2)"),
         format!("device.prot: unknown key ({file}, line 3); did you mean `port`?"),
@@ -196,7 +198,9 @@ fn every_problem_is_listed_at_once_each_with_its_source() {
         // A semantic problem of a value the environment set names the variable.
         "device.port: must not be 1 (from DM_DEVICE__PORT)".to_owned(),
     ] {
-        assert!(err.contains(&part), "{part} is not in: {err}");
+        let at = err[from..].find(&part);
+        assert!(at.is_some(), "{part} is not in (or not in order): {err}");
+        from += at.unwrap_or_default() + part.len();
     }
     assert!(err.starts_with("the config has 4 problems:\n"), "{err}");
 }
@@ -233,4 +237,19 @@ fn dollar_escapes() {
     assert_eq!(substitute_str("a$$b", &[]).unwrap(), "a$b");
     assert_eq!(substitute_str("cost $5", &[]).unwrap(), "cost $5");
     assert_eq!(substitute_str("${unclosed", &[]).unwrap(), "${unclosed");
+}
+
+#[test]
+fn problems_of_every_kind_come_in_the_file_s_order() {
+    // A value its validation refuses on line 2, one of the wrong type on line 3.
+    let f = write("[device]\nport = 1\nenabled = 3\n");
+    let err = load_config::<Root>(&dm(Some(&f), &[]))
+        .unwrap_err()
+        .to_string();
+    let port = err.find("device.port: must not be 1");
+    let enabled = err.find("device.enabled: expected a boolean");
+    assert!(
+        port.is_some() && enabled.is_some() && port < enabled,
+        "{err}"
+    );
 }
