@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::custom_tools::ToolConfig;
+use crate::custom_tools::{McpServerConfig, ToolConfig};
 
 /// The setting that lists the device services a request may name.
 pub const DEVICE_ENDPOINTS: &str = "executor.device_endpoints";
@@ -53,6 +53,10 @@ pub struct ExecutorConfig {
     /// JavaScript functions CodeAct scripts call next to the device tools
     /// ([`crate::custom_tools`]).
     pub tools: BTreeMap<String, ToolConfig>,
+    /// MCP servers the executor starts over stdio, by name (`[executor.mcp.<server>]`):
+    /// their tools are CodeAct functions too, named `<prefix><tool>`
+    /// ([`crate::custom_tools::mcp`]).
+    pub mcp: BTreeMap<String, McpServerConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -73,6 +77,7 @@ impl Default for ExecutorConfig {
             start_places: None,
             start_hold_ms: 20,
             tools: BTreeMap::new(),
+            mcp: BTreeMap::new(),
         }
     }
 }
@@ -138,6 +143,10 @@ impl ExecutorConfig {
         }
         problems.extend(crate::custom_tools::config::problems(
             &self.tools,
+            self.step_timeout_ms,
+        ));
+        problems.extend(crate::custom_tools::mcp::config::problems(
+            &self.mcp,
             self.step_timeout_ms,
         ));
         problems

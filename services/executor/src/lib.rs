@@ -15,8 +15,9 @@
 //! an error or a span.
 //!
 //! Tools the operator defines in config (`[executor.tools.<name>]`: webhooks, JavaScript
-//! functions) are CodeAct functions too ([`custom_tools`]), their arguments checked against a
-//! JSON Schema before a call.
+//! functions; `[executor.mcp.<server>]`: the tools of MCP servers started over stdio) are
+//! CodeAct functions too ([`custom_tools`]), their arguments checked against a JSON Schema
+//! before a call.
 pub mod admission;
 pub mod codeact;
 pub mod config;
@@ -61,7 +62,9 @@ pub fn secrets_from_env() -> HashMap<String, String> {
 /// dropped first.
 pub const DEVICE_CHANNELS: usize = 16;
 
-/// Builds the executor server.
+/// Builds the executor server. The MCP servers the config names are started here, and this
+/// waits (within each one's `start_timeout_ms`) until each has listed its tools; they are
+/// stopped when the server is dropped.
 pub fn executor_service(
     cfg: ExecutorConfig,
     llm: LlmClient,
@@ -88,7 +91,9 @@ pub fn executor_service(
     let cards =
         droidmesh_app_cards::AppCards::new(&cfg.app_cards).map_err(|e| format!("executor.{e}"))?;
     let secrets: Secrets = secrets.into();
-    let custom = custom_tools::CustomTools::new(&cfg.tools, cfg.step_timeout_ms, &secrets)?;
+    // Last: starting the MCP servers is the slow part, done once the rest is known to be fine.
+    let custom =
+        custom_tools::CustomTools::start(&cfg.tools, &cfg.mcp, cfg.step_timeout_ms, &secrets)?;
     Ok(ExecutorServiceServer::new(Executor {
         cards,
         custom,

@@ -9,6 +9,7 @@ mod echo;
 mod endpoints;
 mod loops;
 mod masking;
+mod mcp;
 mod models;
 mod rig;
 mod secrets;

@@ -80,7 +80,7 @@ async fn answer(
 
 /// An executor config from `[executor]` TOML (as droidmesh.toml holds it, without the table
 /// name), with a short step timeout for tests.
-fn config(toml_text: &str) -> ExecutorConfig {
+pub(crate) fn config(toml_text: &str) -> ExecutorConfig {
     let mut cfg: ExecutorConfig = toml::from_str(toml_text).unwrap();
     cfg.step_timeout_ms = 5_000;
     cfg
@@ -113,12 +113,12 @@ async fn weather_rig(url: &str, allow: &str, script: Vec<&str>) -> Rig {
 }
 
 /// The message of the request `i` the model received: `0` the system prompt, `1` the step's.
-fn prompt(rig: &Rig, request: usize, message: usize) -> String {
+pub(crate) fn prompt(rig: &Rig, request: usize, message: usize) -> String {
     rig.llm.requests()[request].json()["messages"][message]["content"].to_string()
 }
 
 /// The calls of `tool` as (arguments, success, error) in order.
-fn calls(events: &[AgentEvent], tool: &str) -> Vec<(String, bool, Option<String>)> {
+pub(crate) fn calls(events: &[AgentEvent], tool: &str) -> Vec<(String, bool, Option<String>)> {
     let mut args = HashMap::new();
     let mut out = Vec::new();
     for e in events {

@@ -202,7 +202,7 @@ pub fn problems(tools: &BTreeMap<String, ToolConfig>, step_timeout_ms: u64) -> V
 }
 
 /// Why `name` cannot name a tool, if it cannot.
-fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     let mut chars = name.chars();
     let identifier = chars
         .next()

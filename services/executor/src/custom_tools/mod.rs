@@ -1,17 +1,20 @@
 //! Tools the operator defines in config (`[executor.tools.<name>]`, [`config`]), which CodeAct
-//! scripts call as JavaScript functions next to the device tools: a webhook ([`webhook`]) or
-//! a JavaScript function ([`js`]). Each takes one object of named arguments, checked against
-//! the tool's JSON Schema before anything is done; an argument that does not fit, a refused
-//! address, a failed call or a spent call budget is thrown to the script as the function's
-//! error. The prompt shows each tool's signature, read from its schema
+//! scripts call as JavaScript functions next to the device tools: a webhook ([`webhook`]), a
+//! JavaScript function ([`js`]), or a tool of an MCP server the executor starts over stdio
+//! (`[executor.mcp.<server>]`, [`mcp`]). Each takes one object of named arguments, checked
+//! against the tool's JSON Schema before anything is done; an argument that does not fit, a
+//! refused address, a failed call or a spent call budget is thrown to the script as the
+//! function's error. The prompt shows each tool's signature, read from its schema
 //! ([`droidmesh_agent::tools::custom`]); [`crate::sandbox_tools`] reports each call as a
 //! ToolCall and a ToolResult event around an `execute_tool {name}` span.
 //!
-//! Built once per executor ([`CustomTools::new`]); a task's tool list (`CodeActStart.tools`)
-//! may name these tools beside the device tools ([`CustomTools::select`]).
+//! Built once per executor ([`CustomTools::start`]: the MCP servers are started then); a
+//! task's tool list (`CodeActStart.tools`) may name these tools beside the device tools
+//! ([`CustomTools::select`]).
 pub mod config;
 mod headers;
 pub mod js;
+pub mod mcp;
 mod secret_text;
 pub mod webhook;
 
@@ -25,8 +28,10 @@ use droidmesh_proto::text::shorten;
 use serde_json::Value;
 
 pub use config::ToolConfig;
+pub use mcp::McpServerConfig;
 
 use crate::secrets::Secrets;
+use mcp::{McpHub, McpTool};
 use webhook::Webhook;
 
 /// Most schema violations one error lists.
@@ -38,6 +43,7 @@ const ANSWER_SHOWN: usize = 200;
 enum Kind {
     Webhook(Webhook),
     Js(String),
+    Mcp(McpTool),
 }
 
 /// One operator-defined tool, ready to call.
@@ -71,11 +77,11 @@ impl CustomTool {
         &self.spec
     }
 
-    /// The GenAI `gen_ai.tool.type`: a webhook is an `extension` (an agent-side call to an
-    /// outside API), a JavaScript function a `function`.
+    /// The GenAI `gen_ai.tool.type`: a webhook or an MCP server's tool is an `extension` (an
+    /// agent-side call to something outside), a JavaScript function a `function`.
     pub fn tool_type(&self) -> &'static str {
         match self.kind {
-            Kind::Webhook(_) => "extension",
+            Kind::Webhook(_) | Kind::Mcp(_) => "extension",
             Kind::Js(_) => "function",
         }
     }
@@ -129,17 +135,59 @@ impl CustomTool {
                 let summary = format!("returned {}", shorten(&value.to_string(), ANSWER_SHOWN));
                 Ok((value, summary))
             }
+            Kind::Mcp(tool) => {
+                let answer = tool.call(args, self.timeout).await?;
+                Ok((answer.value, answer.summary))
+            }
         }
     }
 }
 
-/// The operator's tools of one executor; clones share them.
+/// The operator's tools of one executor, and the MCP servers some of them call; clones share
+/// them, and the servers are stopped when the last clone goes.
 #[derive(Debug, Clone, Default)]
-pub struct CustomTools(Arc<Vec<Arc<CustomTool>>>);
+pub struct CustomTools(Arc<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    tools: Vec<Arc<CustomTool>>,
+    /// Held for its drop, after the tools' (field order), which stops the servers.
+    _servers: Option<McpHub>,
+}
 
 impl CustomTools {
-    /// Builds the tools of a checked config (`ExecutorConfig::problems` found nothing), for
-    /// steps of `step_timeout_ms`. A secret a webhook's header names must be held by
+    /// Builds the tools of a checked config (`ExecutorConfig::problems` found nothing) and
+    /// starts its MCP servers, waiting until each has listed its tools. Every problem (a
+    /// server that did not start, a name that clashes) is in the error, each naming its key.
+    pub fn start(
+        tools: &BTreeMap<String, ToolConfig>,
+        servers: &BTreeMap<String, McpServerConfig>,
+        step_timeout_ms: u64,
+        secrets: &Secrets,
+    ) -> Result<Self, String> {
+        let own = Self::new(tools, step_timeout_ms, secrets)?;
+        if servers.is_empty() {
+            return Ok(own);
+        }
+        let (hub, listed) = McpHub::start(servers, secrets)?;
+        let mut taken: BTreeMap<String, String> = own
+            .all()
+            .iter()
+            .map(|t| (t.name().to_owned(), format!("executor.tools.{}", t.name())))
+            .collect();
+        let mut all = own.all().to_vec();
+        let served = hub
+            .tools(servers, listed, &mut taken, step_timeout_ms, secrets)
+            .map_err(|problems| problems.join("; "))?;
+        all.extend(served);
+        Ok(Self(Arc::new(Inner {
+            tools: all,
+            _servers: Some(hub),
+        })))
+    }
+
+    /// Builds the config's own tools (`[executor.tools]`, no MCP server) of a checked config
+    /// (`ExecutorConfig::problems` found nothing), for steps of `step_timeout_ms`. A secret a webhook's header names must be held by
     /// `secrets` now: an executor does not start without the secrets its tools need.
     pub fn new(
         tools: &BTreeMap<String, ToolConfig>,
@@ -181,17 +229,20 @@ impl CustomTools {
                 secrets: secrets.clone(),
             }));
         }
-        Ok(Self(Arc::new(built)))
+        Ok(Self(Arc::new(Inner {
+            tools: built,
+            _servers: None,
+        })))
     }
 
-    /// Every tool, by name.
+    /// Every tool: the config's own, then the MCP servers' (each server's in its order).
     pub fn all(&self) -> &[Arc<CustomTool>] {
-        &self.0
+        &self.0.tools
     }
 
     /// The tool named `name` (exactly: names are JavaScript identifiers).
     pub fn find(&self, name: &str) -> Option<&Arc<CustomTool>> {
-        self.0.iter().find(|t| t.name() == name.trim())
+        self.0.tools.iter().find(|t| t.name() == name.trim())
     }
 
     /// The tools a task's allow list grants: an empty list grants every device tool and every
@@ -202,7 +253,7 @@ impl CustomTools {
         allow: &[S],
     ) -> Result<(Vec<ToolSpec>, Vec<Arc<CustomTool>>), ToolError> {
         if allow.is_empty() {
-            return Ok((agent_tools::select::<&str>(&[])?, self.0.to_vec()));
+            return Ok((agent_tools::select::<&str>(&[])?, self.0.tools.to_vec()));
         }
         let mut device = Vec::new();
         let mut custom = Vec::new();
