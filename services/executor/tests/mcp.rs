@@ -373,9 +373,21 @@ async fn a_server_that_cannot_start_stops_the_executor_from_starting_naming_its_
         e.starts_with("executor.mcp.gone.command `/nonexistent/mcp-server` could not be started: "),
         "{e}"
     );
-    let e = build("include_tools = [\"say\", \"nope\"]").err().unwrap();
+    // Every problem at once: a name the server does not offer, a server that does not start.
+    let e = build_from(&format!(
+        "{}[mcp.gone]\ncommand = \"/nonexistent/mcp-server\"\n",
+        echo_server("include_tools = [\"say\", \"nope\"]")
+    ))
+    .err()
+    .unwrap();
+    let problems: Vec<&str> = e.split("; executor.").collect();
+    assert_eq!(problems.len(), 2, "{e}");
+    assert_eq!(
+        problems[0],
+        "executor.mcp.echo.include_tools names `nope`, which the server does not offer (it offers: say, add, fail, pid, env, big, slow, exit)"
+    );
     assert!(
-        e.starts_with("executor.mcp.echo.include_tools names `nope`, which the server does not offer (it offers: say, add, fail, pid, env, big, slow, exit)"),
+        problems[1].starts_with("mcp.gone.command `/nonexistent/mcp-server` could not be started"),
         "{e}"
     );
     let e = build("env = { MCP_ECHO_ODD_NAME = \"1\" }").err().unwrap();

@@ -74,6 +74,9 @@ impl Drop for McpHub {
     }
 }
 
+/// What a server's start gave: its tools, or why it did not start.
+pub type Listed = Result<Vec<rmcp::model::Tool>, String>;
+
 /// A tool of one server, as a CustomTool's kind.
 pub struct McpTool {
     server: Arc<Server>,
@@ -100,12 +103,13 @@ impl McpTool {
 }
 
 impl McpHub {
-    /// Starts every server at once and lists their tools (in `cfgs`' order); every server
-    /// that failed is named in the error, and those that started are stopped again.
+    /// Starts every server at once: for each (in `cfgs`' order) its tools, or why it did not
+    /// start (naming its key). The error is for what stops any server from starting (a
+    /// secret its environment names that the executor lacks, the servers' thread).
     pub fn start(
         cfgs: &BTreeMap<String, McpServerConfig>,
         secrets: &Secrets,
-    ) -> Result<(Self, Vec<Vec<rmcp::model::Tool>>), String> {
+    ) -> Result<(Self, Vec<Listed>), String> {
         let mut servers = Vec::with_capacity(cfgs.len());
         let mut problems = Vec::new();
         for (name, cfg) in cfgs {
@@ -127,7 +131,7 @@ impl McpHub {
             }
             let mut done = Vec::new();
             while let Some(joined) = set.join_next().await {
-                // A start that panicked is missing below, and reported.
+                // A start that panicked has no answer below, and says so.
                 if let Ok(one) = joined {
                     done.push(one);
                 }
@@ -140,25 +144,20 @@ impl McpHub {
             .map(|s| s.start_timeout)
             .max()
             .unwrap_or_default();
-        let mut done = rx
+        let done = rx
             .recv_timeout(longest + THREAD_WAIT)
             .map_err(|_| "executor.mcp: the servers did not finish starting".to_owned())?;
-        done.sort_by_key(|(i, _)| *i);
-        let mut listed = Vec::with_capacity(done.len());
-        for (_, result) in done {
-            match result {
-                Ok(tools) => listed.push(tools),
-                Err(e) => problems.push(e),
+        let mut listed: Vec<Listed> = hub
+            .servers
+            .iter()
+            .map(|s| Err(format!("{}: its start ended without an answer", s.key)))
+            .collect();
+        for (i, result) in done {
+            if let Some(slot) = listed.get_mut(i) {
+                *slot = result;
             }
         }
-        if listed.len() + problems.len() < hub.servers.len() {
-            problems.push("executor.mcp: a server's start ended without an answer".into());
-        }
-        if problems.is_empty() {
-            Ok((hub, listed))
-        } else {
-            Err(problems.join("; "))
-        }
+        Ok((hub, listed))
     }
 
     /// The servers' thread and its runtime, which stops them when told to.
@@ -207,12 +206,13 @@ impl McpHub {
     }
 
     /// The tools of the started servers as operator tools. `taken` holds the function names
-    /// already in use, each with the key that took it; a name that clashes, is not a
-    /// JavaScript identifier, or a schema that does not compile is a problem naming the key.
+    /// already in use, each with the key that took it. A server that did not start, a name
+    /// that clashes or is not a JavaScript identifier, or a schema that does not compile is a
+    /// problem naming the key; every problem is returned.
     pub(super) fn tools(
         &self,
         cfgs: &BTreeMap<String, McpServerConfig>,
-        listed: Vec<Vec<rmcp::model::Tool>>,
+        listed: Vec<Listed>,
         taken: &mut BTreeMap<String, String>,
         step_timeout_ms: u64,
         secrets: &Secrets,
@@ -221,6 +221,13 @@ impl McpHub {
         let mut problems = Vec::new();
         for ((server, cfg), offered) in self.servers.iter().zip(cfgs.values()).zip(listed) {
             let key = &server.key;
+            let offered = match offered {
+                Ok(tools) => tools,
+                Err(e) => {
+                    problems.push(e);
+                    continue;
+                }
+            };
             let names: Vec<&str> = offered.iter().map(|t| t.name.as_ref()).collect();
             for (list, wanted) in [
                 (

@@ -119,23 +119,23 @@ command = "/nonexistent/server"
 "#,
         pid_file.display()
     ));
-    let e = McpHub::start(&cfg, &no_secrets()).unwrap_err();
-    let problems: Vec<&str> = e.split("; executor.").collect();
-    assert_eq!(problems.len(), 3, "{e}");
+    let (hub, listed) = McpHub::start(&cfg, &no_secrets()).unwrap();
+    let problems: Vec<String> = listed.into_iter().map(Result::unwrap_err).collect();
     assert_eq!(
         problems[0],
         "executor.mcp.broken exited during its start (exit status: 4); its last stderr lines: config file missing"
     );
     assert!(
         problems[1].starts_with(
-            "mcp.gone.command `/nonexistent/server` could not be started: No such file or directory"
+            "executor.mcp.gone.command `/nonexistent/server` could not be started: No such file or directory"
         ),
-        "{e}"
+        "{problems:?}"
     );
     assert_eq!(
         problems[2],
-        "mcp.silent did not finish its start (initialize, then tools/list) within start_timeout_ms (2000 ms); its last stderr lines: waiting"
+        "executor.mcp.silent did not finish its start (initialize, then tools/list) within start_timeout_ms (2000 ms); its last stderr lines: waiting"
     );
+    drop(hub);
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
