@@ -1,6 +1,7 @@
-//! Folders as record sets: a list whose source is `dir:PATH` shows the files in that folder of
-//! the phone's storage, one record each (`name`, `path`, `text`), and the record actions create,
-//! rename, rewrite and delete the files, so a notes app keeps its notes as files a check reads
+//! Folders as record sets: a list whose source is `dir:PATH` shows the files and folders in that
+//! folder of the phone's storage, one record each (`name`, `path`, `text`, `kind` `note` or
+//! `folder`), and the record actions create (a folder when `kind=folder`), rename, rewrite and
+//! delete the files, so a notes app keeps its notes as files a check reads
 //! with `ls` and `cat`. A file's record id is a hash of its path: the same file keeps its id
 //! while it keeps its name.
 use crate::device::Device;
@@ -43,27 +44,32 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 impl Device {
-    /// The files of `dir` as records, by name, at most [`MAX_RECORDS`].
+    /// The files and folders of `dir` as records, by name, at most [`MAX_RECORDS`].
     pub fn folder_records(&self, dir: &str) -> Vec<Record> {
         let Ok(entries) = self.fs.list(dir) else {
             return Vec::new();
         };
         entries
             .into_iter()
-            .filter(|(_, k)| matches!(k, Kind::File(_)))
             .take(MAX_RECORDS)
-            .map(|(name, _)| {
+            .map(|(name, kind)| {
                 let path = join(dir, &name);
-                let text = self
-                    .fs
-                    .read(&path)
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .unwrap_or_default();
+                let (kind, text) = match kind {
+                    Kind::File(_) => (
+                        "note",
+                        self.fs
+                            .read(&path)
+                            .map(|b| String::from_utf8_lossy(b).into_owned())
+                            .unwrap_or_default(),
+                    ),
+                    _ => ("folder", String::new()),
+                };
                 Record::from([
                     (ID.to_owned(), file_id(&path).to_string()),
                     ("name".to_owned(), name),
                     ("path".to_owned(), path),
                     ("text".to_owned(), text),
+                    ("kind".to_owned(), kind.to_owned()),
                 ])
             })
             .collect()
@@ -84,13 +90,18 @@ impl Device {
             .find(|r| r.get(ID).and_then(|v| v.parse().ok()) == Some(id))
     }
 
-    /// A new file `name` in `dir` holding `text`; an existing name is refused.
+    /// A new file `name` in `dir` holding `text` (a folder `name` when `kind` is `folder`); an
+    /// existing name is refused.
     pub(crate) fn add_file(&mut self, dir: &str, record: &Record) -> Result<(), String> {
         let name = record.get("name").map_or("", |n| n.trim());
         check_name(name)?;
         let path = join(dir, name);
         if self.fs.kind(&path).is_some() {
             return Err(format!("{name} already exists"));
+        }
+        if record.get("kind").is_some_and(|k| k == "folder") {
+            self.fs.mkdir_all(&path);
+            return Ok(());
         }
         self.fs.mkdir_all(dir);
         let text = record.get("text").cloned().unwrap_or_default();

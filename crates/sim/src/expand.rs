@@ -15,11 +15,7 @@ impl Device {
 
     /// The list record the screen in front was opened from.
     pub(crate) fn current_record(&self) -> Option<Cow<'_, Record>> {
-        let (app, source, id) = self.current_source()?;
-        match crate::dirs::folder(source) {
-            Some(dir) => self.folder_file(dir, id).map(Cow::Owned),
-            None => self.records.get(app, source, id).map(Cow::Borrowed),
-        }
+        self.record_at(self.stack.len().checked_sub(1)?)
     }
 
     /// [`Device::expand`] with `{item:..}` taken from `record`.

@@ -10,28 +10,52 @@ impl Device {
     /// The record set and `_id` of the record the screen in front was opened from: the list
     /// it came from is, going down the back stack within the app, the first list whose rows
     /// open the screen above it (a screen may hold several lists, each opening its own).
-    pub(crate) fn current_source(&self) -> Option<(usize, &str, u64)> {
-        let top = self.top();
+    pub(crate) fn current_source(&self) -> Option<(usize, String, u64)> {
+        self.source_at(self.stack.len().checked_sub(1)?)
+    }
+
+    /// [`Device::current_source`] for the frame at `at` in the back stack. A list's source may
+    /// name `{item:..}` of the record its own screen is about (a folder's files:
+    /// `dir:{item:path}`), filled from the frame below it.
+    fn source_at(&self, at: usize) -> Option<(usize, String, u64)> {
+        let frames = self.stack.get(..=at)?;
+        let top = frames.last()?;
         let id = u64::try_from(top.item?).ok()?;
         let app = self.apps.apps.get(top.app)?;
-        let frames: Vec<_> = self
-            .stack
-            .iter()
-            .rev()
-            .take_while(|f| f.app == top.app)
-            .collect();
-        let source = frames.windows(2).find_map(|pair| {
-            let opened = &app.screens.get(pair[0].screen)?.id;
-            app.screens
-                .get(pair[1].screen)?
+        let depth = frames.iter().rev().take_while(|f| f.app == top.app).count();
+        (1..depth).find_map(|back| {
+            let above = frames.get(at + 1 - back)?;
+            let below = frames.get(at - back)?;
+            let opened = &app.screens.get(above.screen)?.id;
+            let source = app
+                .screens
+                .get(below.screen)?
                 .widgets
                 .iter()
                 .find_map(|w| match w {
                     Widget::List { source, goto, .. } if goto == opened => Some(source.as_str()),
                     _ => None,
-                })
-        })?;
-        Some((top.app, source, id))
+                })?;
+            let source = if source.contains('{') {
+                let record = self.record_at(at - back);
+                self.expand_with(source, record.as_deref())
+            } else {
+                source.to_owned()
+            };
+            Some((top.app, source, id))
+        })
+    }
+
+    /// The list record the frame at `at` was opened from.
+    pub(crate) fn record_at(&self, at: usize) -> Option<std::borrow::Cow<'_, Record>> {
+        let (app, source, id) = self.source_at(at)?;
+        match crate::dirs::folder(&source) {
+            Some(dir) => self.folder_file(dir, id).map(std::borrow::Cow::Owned),
+            None => self
+                .records
+                .get(app, &source, id)
+                .map(std::borrow::Cow::Borrowed),
+        }
     }
 
     /// Whether the widget shows on the screen in front: always, unless its `when` names
@@ -99,7 +123,8 @@ impl Device {
             }
             Action::AddRecord { source, set } if crate::dirs::folder(source).is_some() => {
                 let record = self.filled(set);
-                let dir = crate::dirs::folder(source).unwrap_or_default().to_owned();
+                let source = self.expand(source);
+                let dir = crate::dirs::folder(&source).unwrap_or_default().to_owned();
                 self.add_file(&dir, &record)
             }
             Action::AddRecord { source, set } => {
@@ -143,13 +168,12 @@ impl Device {
                 }
             }
             Action::UpdateRecord { set } => match self.current_source() {
-                Some((_, source, id)) if crate::dirs::folder(source).is_some() => {
-                    let dir = crate::dirs::folder(source).unwrap_or_default().to_owned();
+                Some((_, source, id)) if crate::dirs::folder(&source).is_some() => {
+                    let dir = crate::dirs::folder(&source).unwrap_or_default().to_owned();
                     let changes = self.filled(set);
                     self.update_file(&dir, id, &changes)
                 }
                 Some((app, source, id)) => {
-                    let source = source.to_owned();
                     let changes: Vec<(String, Option<String>)> = self
                         .filled(set)
                         .into_iter()
@@ -163,17 +187,15 @@ impl Device {
                 None => Err("this screen shows no record".into()),
             },
             Action::DeleteRecord => match self.current_source() {
-                Some((_, source, id)) if crate::dirs::folder(source).is_some() => {
-                    let dir = crate::dirs::folder(source).unwrap_or_default().to_owned();
+                Some((_, source, id)) if crate::dirs::folder(&source).is_some() => {
+                    let dir = crate::dirs::folder(&source).unwrap_or_default().to_owned();
                     self.delete_file(&dir, id)
                 }
-                Some((app, source, id)) => {
-                    let source = source.to_owned();
-                    self.records
-                        .delete(app, &source, |r| id_of(r) == Some(id))
-                        .map(drop)
-                        .map_err(|e| e.to_string())
-                }
+                Some((app, source, id)) => self
+                    .records
+                    .delete(app, &source, |r| id_of(r) == Some(id))
+                    .map(drop)
+                    .map_err(|e| e.to_string()),
                 None => Err("this screen shows no record".into()),
             },
             _ => Ok(()),

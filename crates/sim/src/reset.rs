@@ -34,6 +34,7 @@ mod tests {
         for command in [
             "settings put global wifi_on 1",
             "echo hi > /sdcard/note.txt",
+            "mkdir -p /sdcard/Notes/Work",
             "am start -n com.android.settings/.Settings",
         ] {
             assert_eq!(shell::run(&state, command).code, 0, "{command}");
@@ -46,6 +47,8 @@ mod tests {
             fresh_wifi
         );
         assert_ne!(shell::run(&state, "cat /sdcard/note.txt").code, 0);
+        let notes = shell::run(&state, "ls /sdcard/Notes").stdout;
+        assert!(!String::from_utf8_lossy(&notes).contains("Work"));
         assert_ne!(focus(&state), before);
         let dev = state.lock().unwrap();
         assert_eq!(dev.props["ro.serialno"], "sim-1");

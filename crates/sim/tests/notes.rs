@@ -190,3 +190,69 @@ fn a_note_opened_from_the_folder_shows_in_dumpsys_window() {
         "{window}"
     );
 }
+
+#[test]
+fn a_folder_made_in_the_app_holds_the_notes_made_in_it() {
+    let dev = phone();
+    sh(&dev, "echo top > /sdcard/Notes/top.md");
+    sh(&dev, "monkey -p com.droidmesh.notes 1");
+    tap(&dev, "All notes");
+    tap(&dev, "New folder");
+    type_into(&dev, "name", "Work");
+    tap(&dev, "Save");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes"), "Work\ntop.md\n");
+    assert_eq!(activity(&dev), ".NoteListActivity", "save closes the form");
+    assert!(
+        shows(&dev, "Work") && shows(&dev, "Folder"),
+        "the list shows the folder"
+    );
+    tap(&dev, "Work");
+    assert!(
+        shows(&dev, "Work"),
+        "the folder's screen is titled with its name"
+    );
+    assert!(!shows(&dev, "top.md"), "a folder lists only its own notes");
+    tap(&dev, "New note");
+    type_into(&dev, "name", "plan.md");
+    type_into(&dev, "text", "ship it");
+    tap(&dev, "Save");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes/Work"), "plan.md\n");
+    assert_eq!(sh(&dev, "cat /sdcard/Notes/Work/plan.md"), "ship it");
+    assert!(shows(&dev, "plan.md"), "the folder lists the new note");
+    // A note of the folder opens, edits and deletes in the folder.
+    tap(&dev, "plan.md");
+    tap(&dev, "text");
+    sh(&dev, "input text '%snow'");
+    tap(&dev, "Save");
+    assert_eq!(sh(&dev, "cat /sdcard/Notes/Work/plan.md"), "ship it now");
+    sh(&dev, "input keyevent 4");
+    assert!(
+        !shows(&dev, "plan.md"),
+        "the root lists no note of a folder"
+    );
+    tap(&dev, "Work");
+    tap(&dev, "plan.md");
+    tap(&dev, "Delete");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes/Work"), "");
+}
+
+#[test]
+fn a_folder_without_a_name_or_over_an_existing_one_is_refused_on_screen() {
+    let dev = phone();
+    sh(&dev, "mkdir -p /sdcard/Notes/Work");
+    sh(&dev, "monkey -p com.droidmesh.notes 1");
+    tap(&dev, "All notes");
+    tap(&dev, "New folder");
+    tap(&dev, "Save");
+    assert!(shows(&dev, "Could not save: Folder name is empty"));
+    type_into(&dev, "name", "Work");
+    tap(&dev, "Save");
+    assert!(shows(&dev, "Could not save: Work already exists"));
+    type_into(&dev, "name", "/x");
+    tap(&dev, "Save");
+    assert!(shows(
+        &dev,
+        "Could not save: 'Work/x' is not a file name (no '/', not empty)"
+    ));
+    assert_eq!(sh(&dev, "ls /sdcard/Notes"), "Work\n");
+}

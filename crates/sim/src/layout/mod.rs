@@ -238,7 +238,7 @@ impl Builder<'_> {
             } => {
                 let wanted: Vec<(&String, String)> =
                     filter.iter().map(|(k, v)| (k, dev.expand(v))).collect();
-                let all = dev.source_records(source);
+                let all = dev.source_records(&dev.expand(source));
                 let mut records: Vec<&crate::records::Record> = all
                     .iter()
                     .filter(|r| wanted.iter().all(|(k, v)| r.get(*k) == Some(v)))
