@@ -68,6 +68,8 @@ pub enum Check {
     },
     /// No file at this path.
     NoFile { path: String },
+    /// A folder at this path.
+    Dir { path: String },
     /// The agent's answer to a question names this (case and spacing aside).
     Answer { contains: String },
     /// The phone's clipboard (read through the clipboard helper app's `clipper.get`
@@ -145,6 +147,7 @@ impl Check {
                 equals: opt(equals)?,
             },
             Check::NoFile { path } => Check::NoFile { path: r(path)? },
+            Check::Dir { path } => Check::Dir { path: r(path)? },
             Check::Answer { contains } => Check::Answer {
                 contains: r(contains)?,
             },
@@ -200,7 +203,7 @@ impl Check {
                 (contains.is_none() == equals.is_none())
                     .then(|| "give exactly one of contains and equals".into())
             }),
-            Check::NoFile { path } => path_problem(path),
+            Check::NoFile { path } | Check::Dir { path } => path_problem(path),
             Check::Answer { contains } => contains
                 .trim()
                 .is_empty()
@@ -316,6 +319,18 @@ impl Check {
                         format!("{path} is gone")
                     } else {
                         format!("{path} still exists; the task wants it gone")
+                    },
+                ))
+            }
+            Check::Dir { path } => {
+                one_word(path, "path")?;
+                let out = phone.shell(&format!("test -d '{path}'")).await?;
+                Ok(Finding::of(
+                    out.exit_code == 0,
+                    if out.exit_code == 0 {
+                        format!("{path} is a folder")
+                    } else {
+                        format!("there is no folder {path}; the task wants one")
                     },
                 ))
             }

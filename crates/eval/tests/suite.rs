@@ -255,6 +255,17 @@ async fn file_and_answer_checks_read_the_phone_and_the_answer() {
     phone.shell("rm /sdcard/Notes/list.md").await.unwrap();
     assert!(gone.run(&phone, "").await.unwrap().success);
 
+    let folder = parse(r#"check.dir = { path = "/sdcard/Notes/Work" }"#);
+    let f = folder.run(&phone, "").await.unwrap();
+    assert!(!f.success && f.detail.contains("no folder"), "{}", f.detail);
+    phone.shell("echo x > /sdcard/Notes/Work").await.unwrap();
+    let f = folder.run(&phone, "").await.unwrap();
+    assert!(!f.success, "a file is not a folder: {}", f.detail);
+    phone.shell("rm /sdcard/Notes/Work").await.unwrap();
+    phone.shell("mkdir -p /sdcard/Notes/Work").await.unwrap();
+    let f = folder.run(&phone, "").await.unwrap();
+    assert!(f.success, "{}", f.detail);
+
     let answer = parse(r#"check.answer = { contains = "Ada  Lovelace" }"#);
     assert!(
         answer
