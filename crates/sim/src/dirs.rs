@@ -108,7 +108,8 @@ impl Device {
         self.fs.write(&path, text.into_bytes(), false)
     }
 
-    /// Renames (column `name`) and rewrites (column `text`) the file with this id.
+    /// Renames (column `name`), rewrites (column `text`) and moves (column `folder`, a folder's
+    /// path) the file with this id.
     pub(crate) fn update_file(
         &mut self,
         dir: &str,
@@ -119,15 +120,23 @@ impl Device {
             .folder_file(dir, id)
             .ok_or_else(|| "the file is gone".to_owned())?;
         let old = file.get("path").cloned().unwrap_or_default();
-        let mut path = old.clone();
-        if let Some(name) = changes.get("name").map(|n| n.trim())
-            && Some(name) != file.get("name").map(String::as_str)
+        let mut name = file.get("name").cloned().unwrap_or_default();
+        if let Some(new) = changes.get("name").map(|n| n.trim())
+            && new != name
         {
-            check_name(name)?;
-            path = join(dir, name);
-            if self.fs.kind(&path).is_some() {
-                return Err(format!("{name} already exists"));
-            }
+            check_name(new)?;
+            name = new.to_owned();
+        }
+        let target = match changes
+            .get("folder")
+            .map(|f| f.trim().trim_end_matches('/'))
+        {
+            Some(folder) if !folder.is_empty() => self.existing_folder(folder)?,
+            _ => dir.to_owned(),
+        };
+        let path = join(&target, &name);
+        if path != old && self.fs.kind(&path).is_some() {
+            return Err(format!("{name} already exists"));
         }
         let text = match changes.get("text") {
             Some(t) => t.clone().into_bytes(),
@@ -138,6 +147,19 @@ impl Device {
             self.fs.remove(&old)?;
         }
         Ok(())
+    }
+
+    /// `folder` when it is a folder of the storage (no `.` or `..` in it).
+    fn existing_folder(&self, folder: &str) -> Result<String, String> {
+        let mut parts = folder.rsplit('/');
+        let name = parts.next().unwrap_or_default();
+        let parent = parts.next().unwrap_or_default();
+        if folder.split('/').any(|c| c == "." || c == "..")
+            || !matches!(self.fs.kind(folder), Some(Kind::Dir))
+        {
+            return Err(format!("there is no folder {name} in {parent}"));
+        }
+        Ok(folder.to_owned())
     }
 
     /// Deletes the file with this id.

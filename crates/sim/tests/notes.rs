@@ -256,3 +256,26 @@ fn a_folder_without_a_name_or_over_an_existing_one_is_refused_on_screen() {
     ));
     assert_eq!(sh(&dev, "ls /sdcard/Notes"), "Work\n");
 }
+
+#[test]
+fn a_note_moved_to_a_folder_is_a_file_in_that_folder() {
+    let dev = phone();
+    sh(&dev, "mkdir -p /sdcard/Notes/Work");
+    sh(&dev, "echo plan > /sdcard/Notes/plan.md");
+    sh(&dev, "monkey -p com.droidmesh.notes 1");
+    tap(&dev, "All notes");
+    tap(&dev, "plan.md");
+    type_into(&dev, "move", "Home");
+    tap(&dev, "Move");
+    assert!(shows(
+        &dev,
+        "Could not save: there is no folder Home in Notes"
+    ));
+    tap(&dev, "move");
+    sh(&dev, "input keyevent 67 67 67 67");
+    sh(&dev, "input text Work");
+    tap(&dev, "Move");
+    assert_eq!(sh(&dev, "ls /sdcard/Notes"), "Work\n");
+    assert_eq!(sh(&dev, "cat /sdcard/Notes/Work/plan.md"), "plan\n");
+    assert!(!shows(&dev, "plan.md"), "the root no longer lists the note");
+}
