@@ -10,6 +10,7 @@ mod fuzz;
 mod notes;
 mod portal;
 mod records;
+mod screen;
 mod shell;
 mod stdin;
 mod timing;

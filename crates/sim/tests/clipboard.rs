@@ -2,48 +2,12 @@
 //! app's `am broadcast -a clipper.get` answers over ADB, `clipper.set` puts text there (any
 //! script), `input keyevent KEYCODE_PASTE` types it into the focused field, and a reset
 //! empties it.
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use droidmesh_sim::apps::AppSet;
 use droidmesh_sim::device::Device;
-use droidmesh_sim::shell::run;
 use droidmesh_sim::testkit::{one_phone, require_adb};
 
-fn phone() -> Mutex<Device> {
-    Mutex::new(Device::new(Arc::new(AppSet::default_set().unwrap()), "sim"))
-}
-
-fn sh(dev: &Mutex<Device>, line: &str) -> String {
-    let out = run(dev, line);
-    assert_eq!(
-        out.code,
-        0,
-        "{line}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The middle of the first node whose text or resource id (after `:id/`) is `what`.
-fn spot(dev: &Mutex<Device>, what: &str) -> (i32, i32) {
-    let d = dev.lock().unwrap();
-    let view = d.view();
-    let node = view
-        .nodes
-        .iter()
-        .find(|n| n.text == what || n.resource_id.ends_with(&format!(":id/{what}")))
-        .unwrap_or_else(|| {
-            let shown: Vec<&str> = view.nodes.iter().map(|n| n.text.as_str()).collect();
-            panic!("no {what:?} on the screen; it shows {shown:?}")
-        });
-    let b = node.bounds;
-    ((b.left + b.right) / 2, (b.top + b.bottom) / 2)
-}
-
-fn tap(dev: &Mutex<Device>, what: &str) {
-    let (x, y) = spot(dev, what);
-    sh(dev, &format!("input tap {x} {y}"));
-}
+use crate::screen::{phone, sh, spot, tap};
 
 /// What the field `id` of the screen in front holds.
 fn field(dev: &Mutex<Device>, id: &str) -> String {
@@ -77,7 +41,7 @@ async fn a_number_copied_in_contacts_is_what_clipper_get_answers_over_adb() {
 
     adb.shell(&s, "monkey -p com.android.contacts 1").unwrap();
     let tap_over_adb = |what: &str| {
-        let (x, y) = spot(dev, what);
+        let (x, y, _, _) = spot(dev, what);
         adb.shell(&s, &format!("input tap {x} {y}")).unwrap();
     };
     tap_over_adb("Ada Lovelace");

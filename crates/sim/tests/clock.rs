@@ -2,11 +2,11 @@
 //! screens with taps and typing, and read back as a check reads them, through
 //! content://com.droidmesh.clock/timer and /stopwatch; each screen shows only the buttons its
 //! state allows; the alarms still open as before; a reset starts both over.
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use droidmesh_sim::apps::AppSet;
 use droidmesh_sim::device::Device;
-use droidmesh_sim::shell::run;
+
+use crate::screen::{phone, sh, shows, tap, texts};
 
 const TIMER: &str = "content query --uri content://com.droidmesh.clock/timer";
 const STOPWATCH: &str = "content query --uri content://com.droidmesh.clock/stopwatch";
@@ -15,51 +15,6 @@ const ALARMS: &str =
 const TIMER_AT_START: &str =
     "Row: 0 _id=1, hours=0, minutes=0, seconds=0, state=unset, started=0, paused=0\n";
 const STOPWATCH_AT_START: &str = "Row: 0 _id=1, state=stopped, started=0, paused=0\n";
-
-fn phone() -> Mutex<Device> {
-    Mutex::new(Device::new(Arc::new(AppSet::default_set().unwrap()), "sim"))
-}
-
-fn sh(dev: &Mutex<Device>, line: &str) -> String {
-    let out = run(dev, line);
-    assert_eq!(
-        out.code,
-        0,
-        "{line}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn texts(dev: &Mutex<Device>) -> Vec<String> {
-    let d = dev.lock().unwrap();
-    d.view().nodes.iter().map(|n| n.text.clone()).collect()
-}
-
-fn shows(dev: &Mutex<Device>, text: &str) -> bool {
-    texts(dev).iter().any(|t| t == text)
-}
-
-/// Taps the middle of the first node whose text or resource id (after `:id/`) is `what`.
-fn tap(dev: &Mutex<Device>, what: &str) {
-    let (x, y) = {
-        let d = dev.lock().unwrap();
-        let view = d.view();
-        let node = view
-            .nodes
-            .iter()
-            .find(|n| n.text == what || n.resource_id.ends_with(&format!(":id/{what}")))
-            .unwrap_or_else(|| {
-                let shown: Vec<&str> = view.nodes.iter().map(|n| n.text.as_str()).collect();
-                panic!("no {what:?} on the screen; it shows {shown:?}")
-            });
-        (
-            (node.bounds.left + node.bounds.right) / 2,
-            (node.bounds.top + node.bounds.bottom) / 2,
-        )
-    };
-    sh(dev, &format!("input tap {x} {y}"));
-}
 
 /// Taps the field `id`, empties it with DEL presses and types `text`.
 fn retype(dev: &Mutex<Device>, id: &str, text: &str) {

@@ -1,52 +1,11 @@
 //! The notes app keeps notes as files under /sdcard/Notes: a note created, renamed, edited and
 //! deleted on its screens is what `ls` and `cat` show, and a file put there is a note the app
 //! lists; the display settings change brightness and screen timeout as `settings get` reads.
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use droidmesh_sim::apps::AppSet;
 use droidmesh_sim::device::Device;
-use droidmesh_sim::shell::run;
 
-fn phone() -> Mutex<Device> {
-    Mutex::new(Device::new(Arc::new(AppSet::default_set().unwrap()), "sim"))
-}
-
-fn sh(dev: &Mutex<Device>, line: &str) -> String {
-    let out = run(dev, line);
-    assert_eq!(
-        out.code,
-        0,
-        "{line}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The middle of the first node whose text or resource id (after `:id/`) is `what`.
-fn spot(dev: &Mutex<Device>, what: &str) -> (i32, i32, i32, i32) {
-    let d = dev.lock().unwrap();
-    let view = d.view();
-    let node = view
-        .nodes
-        .iter()
-        .find(|n| n.text == what || n.resource_id.ends_with(&format!(":id/{what}")))
-        .unwrap_or_else(|| {
-            let shown: Vec<&str> = view.nodes.iter().map(|n| n.text.as_str()).collect();
-            panic!("no {what:?} on the screen; it shows {shown:?}")
-        });
-    let b = node.bounds;
-    (
-        (b.left + b.right) / 2,
-        (b.top + b.bottom) / 2,
-        b.left,
-        b.right,
-    )
-}
-
-fn tap(dev: &Mutex<Device>, what: &str) {
-    let (x, y, _, _) = spot(dev, what);
-    sh(dev, &format!("input tap {x} {y}"));
-}
+use crate::screen::{phone, sh, shows, spot, tap};
 
 fn type_into(dev: &Mutex<Device>, id: &str, text: &str) {
     tap(dev, id);
@@ -60,15 +19,6 @@ fn activity(dev: &Mutex<Device>) -> String {
         .strip_prefix(&package)
         .unwrap_or(&activity)
         .to_owned()
-}
-
-fn shows(dev: &Mutex<Device>, text: &str) -> bool {
-    dev.lock()
-        .unwrap()
-        .view()
-        .nodes
-        .iter()
-        .any(|n| n.text == text)
 }
 
 #[test]

@@ -2,33 +2,19 @@
 //! apps' screens (taps and typing, as a person does) and read back with `content query`, as
 //! Android's `content` command answers; `content insert`/`delete`; the fixed device clock; a
 //! reset restoring the first records; odd `--where`/`--bind` text never breaking the shell.
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use droidmesh_sim::apps::AppSet;
 use droidmesh_sim::device::Device;
 use droidmesh_sim::query::{Where, parse_bind, parse_sort};
 use droidmesh_sim::shell::run;
 use proptest::prelude::*;
 
+use crate::screen::{phone, sh, tap};
+
 const PHONES: &str =
     "content query --uri content://contacts/phones/ --projection display_name:number";
 /// 2023-10-15 15:34:00 UTC, the clock every phone starts at.
 const START_S: i64 = 1_697_384_040;
-
-fn phone() -> Mutex<Device> {
-    Mutex::new(Device::new(Arc::new(AppSet::default_set().unwrap()), "sim"))
-}
-
-fn sh(dev: &Mutex<Device>, line: &str) -> String {
-    let out = run(dev, line);
-    assert_eq!(
-        out.code,
-        0,
-        "{line}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The rows of a query without their `Row: N ` prefix, in order.
 fn rows(text: &str) -> Vec<String> {
@@ -67,28 +53,6 @@ fn scroll_to(dev: &Mutex<Device>, text: &str) -> bool {
         sh(dev, "input swipe 540 1800 540 700 300");
     }
     shows(dev, text)
-}
-
-/// Taps the middle of the first node whose text or resource id (after `:id/`) is `what`,
-/// with `input tap`, as a person taps what they see.
-fn tap(dev: &Mutex<Device>, what: &str) {
-    let (x, y) = {
-        let d = dev.lock().unwrap();
-        let view = d.view();
-        let node = view
-            .nodes
-            .iter()
-            .find(|n| n.text == what || n.resource_id.ends_with(&format!(":id/{what}")))
-            .unwrap_or_else(|| {
-                let shown: Vec<&str> = view.nodes.iter().map(|n| n.text.as_str()).collect();
-                panic!("no {what:?} on the screen; it shows {shown:?}")
-            });
-        (
-            (node.bounds.left + node.bounds.right) / 2,
-            (node.bounds.top + node.bounds.bottom) / 2,
-        )
-    };
-    sh(dev, &format!("input tap {x} {y}"));
 }
 
 /// Taps the field `id` and types `text` with `input text` (spaces as `%s`).
